@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the ring buffer selftests: system call wrappers, a
+ * mapped view of one side of a ring, and the test device's byte sequence.
+ */
+#ifndef RINGBUFFER_UTIL_H
+#define RINGBUFFER_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/ringbuffer.h>
+#include <linux/ringbuffer_test.h>
+
+#define RBTEST_DEV "/dev/ringbuffer-test"
+
+static inline long sys_ringbuffer(int fd, unsigned int rw, uint32_t size,
+				  uint64_t *addr, unsigned int flags)
+{
+	return syscall(__NR_ringbuffer, fd, rw, size, addr, flags);
+}
+
+static inline long sys_ringbuffer_wait(int fd, unsigned int rw, uint32_t min,
+				       const struct timespec *timeout,
+				       unsigned int flags)
+{
+	return syscall(__NR_ringbuffer_wait, fd, rw, min, timeout, flags);
+}
+
+static inline long sys_ringbuffer_wakeup(int fd, unsigned int rw,
+					 unsigned int flags)
+{
+	return syscall(__NR_ringbuffer_wakeup, fd, rw, flags);
+}
+
+/* The result of a call that must fail: its errno, or 0 if it succeeded. */
+#define FAILS_WITH(call) ((call) == -1 ? errno : 0)
+
+/* One ringbuffer(2) mapping, with the words resolved through the offsets. */
+struct rb_view {
+	int fd;
+	unsigned int rw;
+	void *base;
+	const struct ringbuffer_header *hdr;
+	_Atomic uint32_t *head;
+	_Atomic uint32_t *tail;
+	_Atomic uint32_t *producer_lock;
+	_Atomic uint32_t *consumer_lock;
+	_Atomic uint32_t *flags;
+	_Atomic uint32_t *read_waiters;
+	_Atomic uint32_t *write_waiters;
+	uint8_t *data;
+	uint32_t size;
+	uint32_t mask;
+	size_t map_size;
+};
+
+static inline int rb_view_map(struct rb_view *v, int fd, unsigned int rw,
+			      uint32_t size)
+{
+	uint64_t addr = 0;
+	const struct ringbuffer_offsets *off;
+	char *base;
+
+	if (sys_ringbuffer(fd, rw, size, &addr, 0))
+		return -errno;
+	base = (char *)(uintptr_t)addr;
+	v->fd = fd;
+	v->rw = rw;
+	v->base = base;
+	v->hdr = (const struct ringbuffer_header *)base;
+	off = &v->hdr->offsets;
+	v->head = (_Atomic uint32_t *)(base + off->head);
+	v->tail = (_Atomic uint32_t *)(base + off->tail);
+	v->producer_lock = (_Atomic uint32_t *)(base + off->producer_lock);
+	v->consumer_lock = (_Atomic uint32_t *)(base + off->consumer_lock);
+	v->flags = (_Atomic uint32_t *)(base + off->flags);
+	v->read_waiters = (_Atomic uint32_t *)(base + off->read_waiters);
+	v->write_waiters = (_Atomic uint32_t *)(base + off->write_waiters);
+	v->data = (uint8_t *)base + off->data;
+	v->size = v->hdr->size;
+	v->mask = v->hdr->mask;
+	v->map_size = v->hdr->map_size;
+	return 0;
+}
+
+static inline int rb_view_unmap(struct rb_view *v)
+{
+	return munmap(v->base, v->map_size);
+}
+
+/* Byte @pos of the test device's sequence. */
+static inline uint8_t rbtest_byte(uint64_t pos)
+{
+	return (uint8_t)((uint32_t)(pos >> 2) >> ((pos & 3) * 8));
+}
+
+static inline void rbtest_fill(uint8_t *buf, uint64_t pos, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = rbtest_byte(pos + i);
+}
+
+/* Index of the first byte of @buf that is not the sequence, or -1. */
+static inline long rbtest_check(const uint8_t *buf, uint64_t pos, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] != rbtest_byte(pos + i))
+			return (long)i;
+	return -1;
+}
+
+/*
+ * Consumer side: take up to @max bytes from the ring, waiting while it is
+ * empty.  Returns the bytes taken and checked (0 at EOF), or -errno.
+ */
+static inline long rb_consume_seq(struct rb_view *v, uint64_t *pos,
+				  size_t max)
+{
+	for (;;) {
+		/* Our own position: nobody else moves it. */
+		uint32_t tail = atomic_load_explicit(v->tail, memory_order_relaxed);
+		/* Acquire: the data below head is visible once head is. */
+		uint32_t head = atomic_load_explicit(v->head, memory_order_acquire);
+		uint32_t used = head - tail;
+		long n, bad;
+
+		if (used > v->size)
+			return -EIO;
+		if (!used) {
+			long ret = sys_ringbuffer_wait(v->fd, RINGBUFFER_READ, 1,
+						       NULL, 0);
+			if (ret < 0)
+				return -errno;
+			if (ret == 0)
+				return 0;
+			continue;
+		}
+		n = used < max ? used : max;
+		bad = rbtest_check(v->data + (tail & v->mask), *pos, n);
+		if (bad >= 0)
+			return -EBADMSG;
+		*pos += n;
+		/* Release: we are done reading the bytes we give back. */
+		atomic_store_explicit(v->tail, tail + n, memory_order_release);
+		/* Full fence between our store and the load of the sleeper count. */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(v->write_waiters, memory_order_relaxed))
+			sys_ringbuffer_wakeup(v->fd, RINGBUFFER_READ, 0);
+		return n;
+	}
+}
+
+/*
+ * Producer side: put @len bytes of the sequence into the ring, at most
+ * @chunk at a time, waiting for space.  Returns 0 or -errno.
+ */
+static inline int rb_produce_seq(struct rb_view *v, uint64_t *pos, size_t len,
+				 size_t chunk)
+{
+	while (len) {
+		uint32_t head = atomic_load_explicit(v->head, memory_order_relaxed);
+		/* Acquire: the consumer is done with the space below tail. */
+		uint32_t tail = atomic_load_explicit(v->tail, memory_order_acquire);
+		uint32_t space = v->size - (head - tail);
+		size_t n;
+
+		if (head - tail > v->size)
+			return -EIO;
+		if (!space) {
+			if (sys_ringbuffer_wait(v->fd, RINGBUFFER_WRITE, 1, NULL, 0) < 0)
+				return -errno;
+			continue;
+		}
+		n = space < chunk ? space : chunk;
+		n = n < len ? n : len;
+		rbtest_fill(v->data + (head & v->mask), *pos, n);
+		*pos += n;
+		len -= n;
+		/* Release: the data is written before head says so. */
+		atomic_store_explicit(v->head, head + n, memory_order_release);
+		/* Full fence between our store and the load of the sleeper count. */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(v->read_waiters, memory_order_relaxed))
+			sys_ringbuffer_wakeup(v->fd, RINGBUFFER_WRITE, 0);
+	}
+	return 0;
+}
+
+static inline int rbtest_stats(int fd, struct ringbuffer_test_stats *st)
+{
+	return ioctl(fd, RINGBUFFER_TEST_STATS, st);
+}
+
+/* How many rings exist in the kernel (debugfs), or -1. */
+static inline long rb_live_rings(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/ringbuffer/live", "r");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/* Run @fn(@arg) in a child; return the signal that killed it, or 0. */
+static inline int rb_child_signal(void (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		fn(arg);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+static inline void rb_poke(void *addr)
+{
+	*(volatile uint32_t *)addr = 0x5a5a5a5a;
+}
+
+static inline double rb_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#endif /* RINGBUFFER_UTIL_H */
