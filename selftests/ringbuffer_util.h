@@ -61,6 +61,8 @@ struct rb_view {
 	_Atomic uint32_t *flags;
 	_Atomic uint32_t *read_waiters;
 	_Atomic uint32_t *write_waiters;
+	_Atomic uint32_t *producer_lock_waiters;
+	_Atomic uint32_t *consumer_lock_waiters;
 	uint8_t *data;
 	uint32_t size;
 	uint32_t mask;
@@ -89,6 +91,10 @@ static inline int rb_view_map(struct rb_view *v, int fd, unsigned int rw,
 	v->flags = (_Atomic uint32_t *)(base + off->flags);
 	v->read_waiters = (_Atomic uint32_t *)(base + off->read_waiters);
 	v->write_waiters = (_Atomic uint32_t *)(base + off->write_waiters);
+	v->producer_lock_waiters =
+		(_Atomic uint32_t *)(base + off->producer_lock_waiters);
+	v->consumer_lock_waiters =
+		(_Atomic uint32_t *)(base + off->consumer_lock_waiters);
 	v->data = (uint8_t *)base + off->data;
 	v->size = v->hdr->size;
 	v->mask = v->hdr->mask;
@@ -197,6 +203,130 @@ static inline int rb_produce_seq(struct rb_view *v, uint64_t *pos, size_t len,
 			sys_ringbuffer_wakeup(v->fd, RINGBUFFER_WRITE, 0);
 	}
 	return 0;
+}
+
+/*
+ * The side lock, for rings with several producers or consumers (pipes):
+ * compare-and-swap from 0 to our thread id, sleep in the kernel when it
+ * is held, never sleep for data or space while holding it.
+ */
+static inline _Atomic uint32_t *rb_lock_word(struct rb_view *v)
+{
+	return v->rw == RINGBUFFER_READ ? v->consumer_lock : v->producer_lock;
+}
+
+static inline int rb_side_lock(struct rb_view *v)
+{
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+
+	for (int spins = 0;; spins++) {
+		uint32_t free_word = 0;
+
+		/* Acquire: what the last holder did is visible to us. */
+		if (atomic_compare_exchange_weak_explicit(rb_lock_word(v),
+				&free_word, tid, memory_order_acquire,
+				memory_order_relaxed))
+			return 0;
+		if (spins < 64)
+			continue;
+		if (sys_ringbuffer_wait(v->fd, v->rw, 0, NULL,
+					RINGBUFFER_WAIT_LOCK) && errno != EINTR)
+			return -errno;
+	}
+}
+
+static inline void rb_side_unlock(struct rb_view *v)
+{
+	_Atomic uint32_t *waiters = v->rw == RINGBUFFER_READ ?
+		v->consumer_lock_waiters : v->producer_lock_waiters;
+
+	/* Release: our position store is visible before the lock is free. */
+	atomic_store_explicit(rb_lock_word(v), 0, memory_order_release);
+	/* Full fence between the stores and the loads of the sleeper counts. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(waiters, memory_order_relaxed))
+		sys_ringbuffer_wakeup(v->fd, v->rw, RINGBUFFER_WAKE_LOCK);
+	if (v->rw == RINGBUFFER_WRITE) {
+		if (atomic_load_explicit(v->read_waiters, memory_order_relaxed))
+			sys_ringbuffer_wakeup(v->fd, RINGBUFFER_WRITE, 0);
+	} else if (atomic_load_explicit(v->write_waiters, memory_order_relaxed)) {
+		sys_ringbuffer_wakeup(v->fd, RINGBUFFER_READ, 0);
+	}
+}
+
+/*
+ * write(2) on a ring-mode pipe, in user space: up to PIPE_BUF bytes go in
+ * whole.  Returns @len or -errno (-EPIPE without a reader).
+ */
+static inline long rb_pipe_write(struct rb_view *v, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		size_t want = len <= 4096 ? len : 1, n;
+		uint32_t head, tail, space;
+		long ret;
+
+		if (atomic_load_explicit(v->flags, memory_order_acquire) &
+		    RINGBUFFER_BROKEN)
+			return -EPIPE;
+		ret = rb_side_lock(v);
+		if (ret)
+			return ret;
+		head = atomic_load_explicit(v->head, memory_order_relaxed);
+		tail = atomic_load_explicit(v->tail, memory_order_acquire);
+		space = v->size - (head - tail);
+		if (head - tail > v->size) {
+			rb_side_unlock(v);
+			return -EIO;
+		}
+		if (space < want) {
+			rb_side_unlock(v);
+			if (sys_ringbuffer_wait(v->fd, RINGBUFFER_WRITE, want,
+						NULL, 0) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
+		n = len - done < space ? len - done : space;
+		memcpy(v->data + (head & v->mask), (const char *)buf + done, n);
+		atomic_store_explicit(v->head, head + n, memory_order_release);
+		rb_side_unlock(v);
+		done += n;
+	}
+	return len;
+}
+
+/* read(2) on a ring-mode pipe, in user space: bytes read, 0 at EOF, -errno. */
+static inline long rb_pipe_read(struct rb_view *v, void *buf, size_t len)
+{
+	for (;;) {
+		uint32_t head, tail, used;
+		long ret = rb_side_lock(v);
+
+		if (ret)
+			return ret;
+		tail = atomic_load_explicit(v->tail, memory_order_relaxed);
+		head = atomic_load_explicit(v->head, memory_order_acquire);
+		used = head - tail;
+		if (used > v->size) {
+			rb_side_unlock(v);
+			return -EIO;
+		}
+		if (used) {
+			size_t n = used < len ? used : len;
+
+			memcpy(buf, v->data + (tail & v->mask), n);
+			atomic_store_explicit(v->tail, tail + n, memory_order_release);
+			rb_side_unlock(v);
+			return n;
+		}
+		rb_side_unlock(v);
+		ret = sys_ringbuffer_wait(v->fd, RINGBUFFER_READ, 1, NULL, 0);
+		if (ret == 0)
+			return 0;
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 static inline int rbtest_stats(int fd, struct ringbuffer_test_stats *st)
