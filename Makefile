@@ -16,8 +16,13 @@ SELFTEST_CFLAGS := $(CFLAGS_COMMON) -Wno-clobbered
 SELFTESTS := ringbuffer_errors ringbuffer_mmap ringbuffer_device ringbuffer_pipe
 SELFTEST_BINS := $(addprefix selftests/out/,$(SELFTESTS))
 
+LIB_SRC := userspace/libringbuffer.c
+LIB_HDRS := userspace/libringbuffer.h userspace/libringbuffer-internal.h
+LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=default -isystem $(HEADERS)
+SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer
+
 .PHONY: help deps tree patches kernel kernel-debug headers selftests check \
-	demo checkpatch clean
+	demo checkpatch clean userspace test-userspace
 
 help:
 	@echo "make demo          build, boot the ring-buffer kernel and show it at work"
@@ -28,6 +33,8 @@ help:
 	@echo "make kernel        build the release kernel"
 	@echo "make kernel-debug  build the debug kernel (KASAN, lockdep, KFENCE, ...)"
 	@echo "make selftests     build the selftests"
+	@echo "make userspace     build libringbuffer and its tests in place"
+	@echo "make test-userspace  run the library tests on the host under ASan/UBSan"
 	@echo "make checkpatch    run checkpatch.pl --strict on every patch of the series"
 
 deps:
@@ -59,7 +66,38 @@ selftests/out/%: selftests/%.c selftests/ringbuffer_util.h $(HEADERS)/linux/ring
 	@$(CC) $(SELFTEST_CFLAGS) -isystem $(HEADERS) \
 		-isystem $(TREE)/tools/testing/selftests -o $@ $< -lpthread
 
-check: deps selftests
+userspace: headers
+	@$(MAKE) -s userspace/libringbuffer.a userspace/libringbuffer.so \
+		userspace/tests/out/test_libringbuffer \
+		userspace/tests/out/test_libringbuffer-sanitized
+
+userspace/libringbuffer.o: $(LIB_SRC) $(LIB_HDRS)
+	@echo "  CC      $@"
+	@$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
+userspace/libringbuffer.a: userspace/libringbuffer.o
+	@echo "  AR      $@"
+	@rm -f $@ && ar rcs $@ $<
+
+userspace/libringbuffer.so: userspace/libringbuffer.o
+	@echo "  LD      $@"
+	@$(CC) -shared -Wl,-soname,libringbuffer.so.0 -o $@ $< -lpthread
+
+userspace/tests/out/test_libringbuffer: userspace/tests/test_libringbuffer.c $(LIB_SRC) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS_COMMON) -isystem $(HEADERS) -o $@ $< $(LIB_SRC) -lpthread
+
+userspace/tests/out/test_libringbuffer-sanitized: userspace/tests/test_libringbuffer.c $(LIB_SRC) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@echo "  CC      $@ (ASan, UBSan)"
+	@$(CC) $(CFLAGS_COMMON) -O1 $(SANITIZE) -isystem $(HEADERS) -o $@ $< $(LIB_SRC) -lpthread
+
+# On the host, whose kernel has no rings: the fallback and the ring logic.
+test-userspace: userspace
+	@userspace/tests/out/test_libringbuffer-sanitized
+
+check: deps selftests userspace
 	@ci/check
 
 demo: deps selftests
@@ -73,4 +111,4 @@ checkpatch: tree
 	done && echo "checkpatch: all patches clean"
 
 clean:
-	rm -rf selftests/out .vm
+	rm -rf selftests/out .vm userspace/tests/out userspace/*.o userspace/*.a userspace/*.so

@@ -517,6 +517,106 @@ TEST(forced_mode_rings_every_pipe)
 }
 
 /*
+ * Ping-pong across two pipes, one byte each way, with one end of each
+ * through the ring, and the other end waiting in read(2), poll(2) or
+ * epoll_wait(2) by turns: every round needs a wake-up of a sleeper, so
+ * a single lost one hangs the test into its timeout.
+ */
+TEST_F_TIMEOUT(pipe, no_lost_wakeup_ping_pong, 240)
+{
+	const int rounds = 3000;
+	int back[2], status;
+	struct end br, bw;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(back));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int ep = epoll_create1(0);
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+		struct pollfd pfd = { .fd = self->fds[0], .events = POLLIN };
+		char c;
+
+		/* The echo side: legacy on the back pipe, reader end as set up. */
+		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, self->fds[0], &ev))
+			_exit(10);
+		if (end_init(&bw, back[1], RINGBUFFER_WRITE, false))
+			_exit(11);
+		for (int i = 0; i < rounds; i++) {
+			if (i % 3 == 1 && poll(&pfd, 1, -1) != 1)
+				_exit(12);
+			if (i % 3 == 2 && epoll_wait(ep, &ev, 1, -1) != 1)
+				_exit(13);
+			if (end_read(&self->r, &c, 1) != 1)
+				_exit(14);
+			if (end_write(&bw, &c, 1) != 1)
+				_exit(15);
+		}
+		_exit(0);
+	}
+	/* This side: the writer end as set up, and a ring reader on back. */
+	ASSERT_EQ(0, end_init(&br, back[0], RINGBUFFER_READ, true));
+	for (int i = 0; i < rounds; i++) {
+		char c = (char)i, got;
+
+		ASSERT_EQ(1, end_write(&self->w, &c, 1));
+		ASSERT_EQ(1, end_read(&br, &got, 1));
+		ASSERT_EQ(c, got);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	rb_view_unmap(&br.v);
+	close(back[0]);
+	close(back[1]);
+}
+
+TEST(ring_charged_like_pipe_buffers)
+{
+	const char *hard = "/proc/sys/fs/pipe-user-pages-hard";
+	char old[32] = "0";
+	int fds[2], status;
+	FILE *f = fopen(hard, "r");
+	pid_t pid;
+
+	if (forced_ring_mode())
+		SKIP(return, "pipes of forced mode are charged at creation");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(old, sizeof(old), f));
+	fclose(f);
+	/* The limit is set as root, for the unprivileged child. */
+	f = fopen(hard, "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "20\n");
+	fclose(f);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct rb_view v;
+		char buf[4];
+
+		if (setgid(65534) || setuid(65534) || pipe(fds))
+			_exit(10);
+		/* 16 pages for the pipe; a 32-page ring goes over 20. */
+		if (rb_view_map(&v, fds[0], RINGBUFFER_READ, 131072) != -EPERM)
+			_exit(12);
+		/* The pipe works on, in buffer mode. */
+		if (in_ring_mode(fds[0], RINGBUFFER_READ))
+			_exit(13);
+		if (write(fds[1], "abc", 3) != 3 || read(fds[0], buf, 3) != 3)
+			_exit(14);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	f = fopen(hard, "w");
+	ASSERT_NE(NULL, f);
+	fputs(old, f);
+	fclose(f);
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
  * Records for the many-process tests: a header with length, writer and
  * sequence number, then bytes that depend on all three.
  */

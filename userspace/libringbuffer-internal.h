@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/* What the library's own tests see of it; not installed. */
+#ifndef LIBRINGBUFFER_INTERNAL_H
+#define LIBRINGBUFFER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rb_ring {
+	int fd;
+	int rw;
+	int mapped;
+	void *base;
+	size_t map_size;
+	uint32_t size;
+	uint32_t mask;
+	_Atomic uint32_t *head;
+	_Atomic uint32_t *tail;
+	_Atomic uint32_t *flags;
+	_Atomic uint32_t *lock;		/* our side's */
+	_Atomic uint32_t *lock_waiters;	/* our side's */
+	_Atomic uint32_t *peer_waiters;	/* the other side's sleepers */
+	uint8_t *data;
+	/* Between rb_reserve/rb_peek and rb_commit/rb_consume (lock held): */
+	uint32_t pos;
+	size_t held;
+};
+
+/* Fill @r from a mapping at @base laid out as ringbuffer(2) does. */
+int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base);
+
+#endif /* LIBRINGBUFFER_INTERNAL_H */

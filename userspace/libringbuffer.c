@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libringbuffer: see libringbuffer.h and Documentation/userspace-api/
+ * ringbuffer.rst of the kernel series for the protocol implemented here.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/ringbuffer.h>
+
+#include "libringbuffer.h"
+#include "libringbuffer-internal.h"
+
+/* How long a contended lock or an empty/full ring is spun on before the
+ * kernel is asked: about a microsecond, which pays only while the peer is
+ * running on another CPU. */
+#define RB_SPINS	64
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static int kernel_has_rings;
+
+static long sys_ringbuffer(int fd, unsigned int rw, uint32_t size,
+			   uint64_t *addr, unsigned int flags)
+{
+#ifdef __NR_ringbuffer
+	return syscall(__NR_ringbuffer, fd, rw, size, addr, flags);
+#else
+	(void)fd; (void)rw; (void)size; (void)addr; (void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static long sys_ringbuffer_wait(int fd, unsigned int rw, uint32_t min,
+				const struct timespec *timeout,
+				unsigned int flags)
+{
+#ifdef __NR_ringbuffer_wait
+	if (!kernel_has_rings) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return syscall(__NR_ringbuffer_wait, fd, rw, min, timeout, flags);
+#else
+	(void)fd; (void)rw; (void)min; (void)timeout; (void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static long sys_ringbuffer_wakeup(int fd, unsigned int rw, unsigned int flags)
+{
+#ifdef __NR_ringbuffer_wakeup
+	if (!kernel_has_rings) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return syscall(__NR_ringbuffer_wakeup, fd, rw, flags);
+#else
+	(void)fd; (void)rw; (void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/*
+ * The system call numbers are those of an unmerged series, and newer
+ * kernels give them to other calls: only use them on a kernel that has the
+ * series, which its fs.pipe-ring-force sysctl shows.
+ */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+static void probe_kernel(void)
+{
+	kernel_has_rings = access("/proc/sys/fs/pipe-ring-force", F_OK) == 0;
+}
+
+/*
+ * The lock word holds the thread id.  It is cached per thread, without a
+ * system call, and forgotten in a fork child, whose thread has another.
+ */
+static _Thread_local uint32_t cached_tid;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void forget_tid(void)
+{
+	cached_tid = 0;
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forget_tid);
+}
+
+static uint32_t my_tid(void)
+{
+	if (!cached_tid) {
+		pthread_once(&atfork_once, register_atfork);
+		cached_tid = (uint32_t)syscall(SYS_gettid);
+	}
+	return cached_tid;
+}
+
+int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
+{
+	const struct ringbuffer_header *hdr = base;
+	const struct ringbuffer_offsets *off = &hdr->offsets;
+	char *b = base;
+
+	/* The header is read-only for us; still, check what we rely on. */
+	if (hdr->magic != RINGBUFFER_MAGIC || hdr->version != RINGBUFFER_VERSION ||
+	    !hdr->size || (hdr->size & (hdr->size - 1)) ||
+	    hdr->mask != hdr->size - 1 ||
+	    (uint64_t)off->data + 2ULL * hdr->size > hdr->map_size)
+		return -EPROTO;
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	r->rw = rw;
+	r->mapped = 1;
+	r->base = base;
+	r->map_size = hdr->map_size;
+	r->size = hdr->size;
+	r->mask = hdr->mask;
+	r->head = (_Atomic uint32_t *)(b + off->head);
+	r->tail = (_Atomic uint32_t *)(b + off->tail);
+	r->flags = (_Atomic uint32_t *)(b + off->flags);
+	r->data = (uint8_t *)b + off->data;
+	if (rw == RB_WRITE) {
+		r->lock = (_Atomic uint32_t *)(b + off->producer_lock);
+		r->lock_waiters = (_Atomic uint32_t *)(b + off->producer_lock_waiters);
+		r->peer_waiters = (_Atomic uint32_t *)(b + off->read_waiters);
+	} else {
+		r->lock = (_Atomic uint32_t *)(b + off->consumer_lock);
+		r->lock_waiters = (_Atomic uint32_t *)(b + off->consumer_lock_waiters);
+		r->peer_waiters = (_Atomic uint32_t *)(b + off->write_waiters);
+	}
+	return 0;
+}
+
+struct rb_ring *rb_open(int fd, int rw, uint32_t size)
+{
+	struct rb_ring *r;
+	uint64_t addr = 0;
+
+	if (fd < 0 || (rw != RB_READ && rw != RB_WRITE) || !size ||
+	    (size & (size - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->fd = fd;
+	r->rw = rw;
+	pthread_once(&probe_once, probe_kernel);
+	if (!kernel_has_rings || sys_ringbuffer(fd, rw, size, &addr, 0))
+		return r;	/* fallback mode: read(2) and write(2) */
+	if (rb_init_mapping(r, fd, rw, (void *)(uintptr_t)addr)) {
+		munmap((void *)(uintptr_t)addr,
+		       ((const struct ringbuffer_header *)(uintptr_t)addr)->map_size);
+		r->mapped = 0;
+	}
+	return r;
+}
+
+void rb_close(struct rb_ring *r)
+{
+	if (!r)
+		return;
+	if (r->mapped)
+		munmap(r->base, r->map_size);
+	free(r);
+}
+
+int rb_is_mapped(const struct rb_ring *r)
+{
+	return r->mapped;
+}
+
+int rb_fd(const struct rb_ring *r)
+{
+	return r->fd;
+}
+
+uint32_t rb_size(const struct rb_ring *r)
+{
+	return r->mapped ? r->size : 0;
+}
+
+static int rb_lock(struct rb_ring *r)
+{
+	uint32_t tid = my_tid();
+
+	for (int spins = 0;; spins++) {
+		uint32_t expected = 0;
+
+		/* Acquire: we see what the previous holder stored. */
+		if (atomic_compare_exchange_weak_explicit(r->lock, &expected, tid,
+				memory_order_acquire, memory_order_relaxed))
+			return 0;
+		if (expected == tid) {
+			/* Our own thread holds it: a reserve without commit. */
+			errno = EDEADLK;
+			return -1;
+		}
+		if (spins < RB_SPINS) {
+			cpu_relax();
+			continue;
+		}
+		/* The kernel sleeps until it changes, or frees a dead holder's. */
+		if (sys_ringbuffer_wait(r->fd, r->rw, 0, NULL, RINGBUFFER_WAIT_LOCK) &&
+		    errno != EINTR)
+			return -1;
+		spins = 0;
+	}
+}
+
+static void rb_unlock(struct rb_ring *r)
+{
+	/* Release: our position store is visible to the next holder. */
+	atomic_store_explicit(r->lock, 0, memory_order_release);
+	/*
+	 * Full fence between our stores (position, lock) and the loads of
+	 * the sleeper counts: a sleeper counts itself, fences, then checks
+	 * again, so one of us sees the other.
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
+		sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
+	if (atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
+}
+
+/*
+ * Under the lock: data (consumer) or space (producer), and our position.
+ * -1 with EIO when the peer stored positions more than the size apart.
+ */
+static long rb_avail_locked(struct rb_ring *r, uint32_t *own)
+{
+	uint32_t head, tail, used;
+
+	if (r->rw == RB_WRITE) {
+		/* Our own position: only lock holders move it. */
+		head = atomic_load_explicit(r->head, memory_order_relaxed);
+		/* Acquire: the consumer is done with the space below tail. */
+		tail = atomic_load_explicit(r->tail, memory_order_acquire);
+		*own = head;
+	} else {
+		tail = atomic_load_explicit(r->tail, memory_order_relaxed);
+		/* Acquire: the data below head is written. */
+		head = atomic_load_explicit(r->head, memory_order_acquire);
+		*own = tail;
+	}
+	used = head - tail;
+	if (used > r->size) {
+		errno = EIO;
+		return -1;
+	}
+	return r->rw == RB_WRITE ? (long)(r->size - used) : (long)used;
+}
+
+static void rb_publish(struct rb_ring *r, uint32_t own, size_t n)
+{
+	/* Release: the bytes are written (or read) before the position says so. */
+	atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+			      own + (uint32_t)n, memory_order_release);
+}
+
+static uint32_t rb_end_flag(const struct rb_ring *r)
+{
+	return r->rw == RB_WRITE ? RINGBUFFER_BROKEN : RINGBUFFER_EOF;
+}
+
+/*
+ * One copy under the lock: up to @len bytes, none unless @want fit.
+ * Returns bytes moved, 0 if it cannot go ahead now, -1 on error.
+ */
+static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
+			    size_t want)
+{
+	uint32_t own;
+	long avail;
+	size_t n;
+
+	if (rb_lock(r))
+		return -1;
+	avail = rb_avail_locked(r, &own);
+	if (avail < 0 || (size_t)avail < want) {
+		int err = errno;
+
+		/* No sleeper waits for what we did not do: just release. */
+		atomic_store_explicit(r->lock, 0, memory_order_release);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
+			sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
+		errno = err;
+		return avail < 0 ? -1 : 0;
+	}
+	n = len < (size_t)avail ? len : (size_t)avail;
+	if (r->rw == RB_WRITE)
+		memcpy(r->data + (own & r->mask), buf, n);
+	else
+		memcpy(buf, r->data + (own & r->mask), n);
+	rb_publish(r, own, n);
+	rb_unlock(r);
+	return n;
+}
+
+ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	if (!r->mapped || !len)
+		return write(r->fd, buf, len);
+	while (done < len) {
+		/* Up to PIPE_BUF bytes go in whole: wait for all the space. */
+		size_t want = len <= PIPE_BUF ? len : 1;
+		ssize_t n = 0;
+
+		for (int spins = 0; spins < RB_SPINS && !n; spins++) {
+			if (atomic_load_explicit(r->flags, memory_order_acquire) &
+			    rb_end_flag(r))
+				break;
+			n = rb_copy_once(r, (char *)buf + done, len - done, want);
+			if (n < 0)
+				return done ? (ssize_t)done : -1;
+			if (!n)
+				cpu_relax();
+		}
+		if (!n) {
+			/*
+			 * Full, or no reader: the kernel's write(2) waits (or
+			 * says EAGAIN, or EPIPE with SIGPIPE) exactly as for
+			 * any pipe, and takes the same lock.
+			 */
+			n = write(r->fd, (const char *)buf + done, len - done);
+			if (n < 0)
+				return done ? (ssize_t)done : -1;
+		}
+		done += n;
+	}
+	return done;
+}
+
+ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
+{
+	if (!r->mapped || !len)
+		return read(r->fd, buf, len);
+	for (int spins = 0; spins < RB_SPINS; spins++) {
+		ssize_t n = rb_copy_once(r, buf, len, 1);
+
+		if (n)
+			return n;
+		if (atomic_load_explicit(r->flags, memory_order_acquire) &
+		    RINGBUFFER_EOF)
+			break;
+		cpu_relax();
+	}
+	/* Empty: read(2) waits, or reports EOF or EAGAIN. */
+	return read(r->fd, buf, len);
+}
+
+void *rb_reserve(struct rb_ring *r, size_t len)
+{
+	uint32_t own;
+	long space;
+
+	if (!r->mapped) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	if (len > r->size) {
+		errno = EMSGSIZE;
+		return NULL;
+	}
+	if (atomic_load_explicit(r->flags, memory_order_acquire) & RINGBUFFER_BROKEN) {
+		errno = EPIPE;
+		return NULL;
+	}
+	if (rb_lock(r))
+		return NULL;
+	space = rb_avail_locked(r, &own);
+	if (space < 0 || (size_t)space < len) {
+		int err = space < 0 ? EIO : EAGAIN;
+
+		rb_unlock(r);
+		errno = err;
+		return NULL;
+	}
+	r->pos = own;
+	r->held = len;
+	return r->data + (own & r->mask);
+}
+
+int rb_commit(struct rb_ring *r, size_t len)
+{
+	if (!r->mapped || len > r->held) {
+		errno = EINVAL;
+		return -1;
+	}
+	rb_publish(r, r->pos, len);
+	r->held = 0;
+	rb_unlock(r);
+	return 0;
+}
+
+const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
+{
+	uint32_t own;
+	long avail;
+
+	*len = 0;
+	if (!r->mapped) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	if (rb_lock(r))
+		return NULL;
+	avail = rb_avail_locked(r, &own);
+	if (avail <= 0) {
+		int err = avail < 0 ? EIO :
+			  (atomic_load_explicit(r->flags, memory_order_acquire) &
+			   RINGBUFFER_EOF) ? 0 : EAGAIN;
+
+		rb_unlock(r);
+		/* A last look: the producer may have published, then left. */
+		errno = err;
+		return NULL;
+	}
+	r->pos = own;
+	r->held = (size_t)avail < max ? (size_t)avail : max;
+	*len = r->held;
+	return r->data + (own & r->mask);
+}
+
+int rb_consume(struct rb_ring *r, size_t len)
+{
+	return rb_commit(r, len);
+}
+
+long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (!r->mapped) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (!min)
+		min = 1;
+	for (int spins = 0; spins < RB_SPINS; spins++) {
+		uint32_t head = atomic_load_explicit(r->head, memory_order_acquire);
+		uint32_t tail = atomic_load_explicit(r->tail, memory_order_acquire);
+		uint32_t used = head - tail;
+		uint32_t have = r->rw == RB_WRITE ? r->size - used : used;
+
+		if (used <= r->size && have >= min)
+			return have;
+		cpu_relax();
+	}
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		tsp = &ts;
+	}
+	return sys_ringbuffer_wait(r->fd, r->rw, min, tsp, 0);
+}

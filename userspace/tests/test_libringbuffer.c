@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libringbuffer unit tests.  On a kernel without rings (the host) they
+ * check the fallback to read(2)/write(2); on one with rings (the VM) the
+ * real mapping.  Either way they check the ring logic on a ring built in
+ * user space: a memfd laid out like ringbuffer(2)'s mapping, data pages
+ * mapped twice, driven by a producer and a consumer thread.
+ * Output: TAP, ending with "N passed, N failed".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/ringbuffer.h>
+
+#include "../libringbuffer.h"
+#include "../libringbuffer-internal.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...) do {						\
+	if (cond) {							\
+		passed++;						\
+		printf("ok %d - ", passed + failed);			\
+	} else {							\
+		failed++;						\
+		printf("not ok %d - ", passed + failed);		\
+	}								\
+	printf(__VA_ARGS__);						\
+	printf("\n");							\
+} while (0)
+
+static uint8_t seq_byte(uint64_t pos)
+{
+	return (uint8_t)(pos * 131 + (pos >> 9));
+}
+
+static void test_pipe_copy_api(void)
+{
+	char out[64] = { 0 };
+	struct rb_ring *w, *r;
+	int fds[2];
+
+	if (pipe(fds))
+		abort();
+	w = rb_open(fds[1], RB_WRITE, 65536);
+	r = rb_open(fds[0], RB_READ, 65536);
+	CHECK(w && r, "rb_open on a pipe (%s)", w && rb_is_mapped(w) ?
+	      "mapped" : "fallback to read/write");
+	CHECK(rb_is_mapped(w) == rb_is_mapped(r), "both ends in the same mode");
+	CHECK(rb_write(w, "hello, ring", 11) == 11, "rb_write");
+	CHECK(rb_read(r, out, sizeof(out)) == 11 && !memcmp(out, "hello, ring", 11),
+	      "rb_read gets it back");
+	/* Mixed: a plain write(2), read through the library, and back. */
+	CHECK(write(fds[1], "abc", 3) == 3 && rb_read(r, out, 3) == 3 &&
+	      !memcmp(out, "abc", 3), "write(2) then rb_read");
+	CHECK(rb_write(w, "xyz", 3) == 3 && read(fds[0], out, 3) == 3 &&
+	      !memcmp(out, "xyz", 3), "rb_write then read(2)");
+	if (!rb_is_mapped(w)) {
+		size_t len;
+
+		CHECK(!rb_reserve(w, 10) && errno == ENOTSUP,
+		      "rb_reserve in fallback mode: ENOTSUP");
+		CHECK(!rb_peek(r, 10, &len) && errno == ENOTSUP,
+		      "rb_peek in fallback mode: ENOTSUP");
+		CHECK(rb_wait(r, 1, 0) < 0 && errno == ENOTSUP,
+		      "rb_wait in fallback mode: ENOTSUP");
+	}
+	rb_close(w);
+	close(fds[1]);
+	CHECK(rb_read(r, out, sizeof(out)) == 0, "end of file after the writer left");
+	rb_close(r);
+	close(fds[0]);
+
+	if (pipe(fds))
+		abort();
+	signal(SIGPIPE, SIG_IGN);
+	w = rb_open(fds[1], RB_WRITE, 65536);
+	close(fds[0]);
+	CHECK(rb_write(w, "x", 1) < 0 && errno == EPIPE, "EPIPE without a reader");
+	rb_close(w);
+	close(fds[1]);
+}
+
+static void test_bad_arguments(void)
+{
+	CHECK(!rb_open(-1, RB_READ, 4096) && errno == EINVAL, "bad fd: EINVAL");
+	CHECK(!rb_open(0, 2, 4096) && errno == EINVAL, "bad side: EINVAL");
+	CHECK(!rb_open(0, RB_READ, 3000) && errno == EINVAL,
+	      "size not a power of two: EINVAL");
+}
+
+/* A ring laid out like ringbuffer(2)'s mapping, in a memfd. */
+struct fake_ring {
+	void *base;
+	size_t len;
+	struct rb_ring prod, cons;
+};
+
+static int fake_ring_init(struct fake_ring *f, uint32_t size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t ctl = 3 * page;
+	struct ringbuffer_header *h;
+	int fd = memfd_create("fake-ring", 0);
+	char *b;
+
+	if (fd < 0 || ftruncate(fd, ctl + size))
+		return -1;
+	f->len = ctl + 2 * (size_t)size;
+	b = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (b == MAP_FAILED)
+		return -1;
+	/* The data pages once more, right after the first copy. */
+	if (mmap(b + ctl + size, size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, fd, ctl) == MAP_FAILED)
+		return -1;
+	close(fd);
+	h = (struct ringbuffer_header *)b;
+	h->magic = RINGBUFFER_MAGIC;
+	h->version = RINGBUFFER_VERSION;
+	h->size = size;
+	h->mask = size - 1;
+	h->map_size = f->len;
+	h->offsets.flags = 256;
+	h->offsets.read_waiters = 384;
+	h->offsets.write_waiters = 512;
+	h->offsets.consumer_lock_waiters = 640;
+	h->offsets.producer_lock_waiters = 768;
+	h->offsets.tail = page;
+	h->offsets.consumer_lock = page + 128;
+	h->offsets.head = 2 * page;
+	h->offsets.producer_lock = 2 * page + 128;
+	h->offsets.data = ctl;
+	f->base = b;
+	/* fd -1: no kernel behind it; the tests never make it sleep. */
+	return rb_init_mapping(&f->prod, -1, RB_WRITE, b) ||
+	       rb_init_mapping(&f->cons, -1, RB_READ, b);
+}
+
+#define STREAM (8u << 20)
+
+static void *producer(void *arg)
+{
+	struct fake_ring *f = arg;
+	uint64_t pos = 0;
+	unsigned int seed = 1;
+
+	while (pos < STREAM) {
+		size_t len = 1 + (seed = seed * 1103515245 + 12345) % 3000;
+		uint8_t *p;
+
+		if (len > STREAM - pos)
+			len = STREAM - pos;
+		p = rb_reserve(&f->prod, len);
+		if (!p) {
+			if (errno != EAGAIN)
+				return (void *)1;
+			continue;
+		}
+		for (size_t i = 0; i < len; i++)
+			p[i] = seq_byte(pos + i);
+		rb_commit(&f->prod, len);
+		pos += len;
+	}
+	return NULL;
+}
+
+static void test_fake_ring_zero_copy(void)
+{
+	struct fake_ring f;
+	pthread_t t;
+	uint64_t pos = 0, bad = 0;
+	void *ret;
+
+	CHECK(!fake_ring_init(&f, 16384), "a user-space ring laid out like the kernel's");
+	if (failed)
+		return;
+	pthread_create(&t, NULL, producer, &f);
+	while (pos < STREAM) {
+		size_t len;
+		const uint8_t *p = rb_peek(&f.cons, 5000, &len);
+
+		if (!p)
+			continue;
+		for (size_t i = 0; i < len; i++)
+			bad += p[i] != seq_byte(pos + i);
+		rb_consume(&f.cons, len);
+		pos += len;
+	}
+	pthread_join(t, &ret);
+	CHECK(!ret && pos == STREAM && !bad,
+	      "8 MiB through reserve/commit and peek/consume, spans across the wrap");
+
+	/* Hostile positions: the library refuses them. */
+	atomic_store(f.prod.head, atomic_load(f.prod.tail) + 16384 + 5);
+	CHECK(!rb_reserve(&f.prod, 1) && errno == EIO, "head too far ahead: EIO");
+	{
+		size_t len;
+
+		CHECK(!rb_peek(&f.cons, 1, &len) && errno == EIO,
+		      "consumer sees the same: EIO");
+	}
+	atomic_store(f.prod.head, atomic_load(f.prod.tail));
+	CHECK(!rb_reserve(&f.prod, 16385) && errno == EMSGSIZE,
+	      "reserve above the size: EMSGSIZE");
+	CHECK(rb_reserve(&f.prod, 16384) != NULL, "reserve the whole ring");
+	CHECK(!rb_reserve(&f.prod, 1) && errno == EDEADLK,
+	      "reserve again before commit: EDEADLK");
+	CHECK(rb_commit(&f.prod, 16385) < 0 && errno == EINVAL,
+	      "commit more than reserved: EINVAL");
+	CHECK(rb_commit(&f.prod, 0) == 0, "commit nothing");
+	munmap(f.base, f.len);
+}
+
+int main(void)
+{
+	printf("TAP version 13\n");
+	test_bad_arguments();
+	test_pipe_copy_api();
+	test_fake_ring_zero_copy();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
