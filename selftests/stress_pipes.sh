@@ -18,7 +18,7 @@ mode=buffers
 log=$(mktemp)
 for stressor in pipe fifo splice tee vm-splice; do
 	n=$((n + 1))
-	if stress-ng --"$stressor" 2 --verify -t 4 --temp-path /tmp \
+	if stress-ng --"$stressor" 2 --verify -t 3 --temp-path /tmp \
 		--metrics-brief >"$log" 2>&1 &&
 	   ! grep -qiE 'fail|error' "$log"; then
 		echo "ok $n stress-ng --$stressor --verify ($mode)"
