@@ -648,6 +648,22 @@ static bool record_ok(const uint8_t *buf, struct record *r)
 	return true;
 }
 
+/* A whole record at the front of @stream (@have bytes)?  Its header in @rec. */
+static bool record_ready(const uint8_t *stream, size_t have, struct record *rec)
+{
+	if (have < sizeof(*rec))
+		return false;
+	memcpy(rec, stream, sizeof(*rec));
+	return have >= rec->len;
+}
+
+/* Drop the record at the front of @stream. */
+static void record_drop(uint8_t *stream, size_t *have, size_t len)
+{
+	memmove(stream, stream + len, *have - len);
+	*have -= len;
+}
+
 /* Writer @id (ring or legacy) writes @count records of random size. */
 static pid_t spawn_record_writer(int fd, bool ring, unsigned int id,
 				 uint32_t count, bool fixed_size)
@@ -721,14 +737,9 @@ TEST_F_TIMEOUT(many, writers_never_tear_or_lose, 300)
 			      variant->ring_reader));
 	while ((n = end_read(&r, stream + have, sizeof(stream) - have)) > 0) {
 		have += n;
-		for (;;) {
-			struct record rec;
+		struct record rec;
 
-			if (have < sizeof(rec))
-				break;
-			memcpy(&rec, stream, sizeof(rec));
-			if (have < rec.len)
-				break;
+		while (record_ready(stream, have, &rec)) {
 			ASSERT_TRUE(record_ok(stream, &rec))
 				TH_LOG("torn record after %zu", records);
 			ASSERT_LT(rec.writer, WRITERS);
@@ -736,8 +747,7 @@ TEST_F_TIMEOUT(many, writers_never_tear_or_lose, 300)
 				TH_LOG("writer %u lost or reordered", rec.writer);
 			next[rec.writer]++;
 			records++;
-			memmove(stream, stream + rec.len, have - rec.len);
-			have -= rec.len;
+			record_drop(stream, &have, rec.len);
 		}
 	}
 	EXPECT_EQ(0, n);
@@ -875,14 +885,9 @@ TEST_F_TIMEOUT(many, killed_ring_writers, 300)
 			_exit(10);
 		while ((n = end_read(&r, stream + have, sizeof(stream) - have)) > 0) {
 			have += n;
-			for (;;) {
-				struct record rec;
+			struct record rec;
 
-				if (have < sizeof(rec))
-					break;
-				memcpy(&rec, stream, sizeof(rec));
-				if (have < rec.len)
-					break;
+			while (record_ready(stream, have, &rec)) {
 				if (!record_ok(stream, &rec) || rec.writer >= WRITERS)
 					_exit(11);
 				if (rec.writer < 2) {
@@ -890,8 +895,7 @@ TEST_F_TIMEOUT(many, killed_ring_writers, 300)
 						_exit(12);
 					next[rec.writer]++;
 				}
-				memmove(stream, stream + rec.len, have - rec.len);
-				have -= rec.len;
+				record_drop(stream, &have, rec.len);
 			}
 		}
 		counts[0] = next[0];
