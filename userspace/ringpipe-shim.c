@@ -1,0 +1,898 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * ringpipe-shim.so: LD_PRELOAD this (or run `ringpipe CMD`) and the pipe
+ * ends a program reads and writes with read(2), write(2), readv(2) and
+ * writev(2) are served from the pipe's shared ring, without system calls
+ * while data or space is there.
+ *
+ * The fast path never blocks and never decides anything the kernel would
+ * decide differently: when it cannot go ahead at once (ring empty or full,
+ * the other end gone, the side lock held by another thread for long, a
+ * peer that broke the ring), the real system call runs on the same pipe,
+ * which the kernel serves from the same ring, with blocking, O_NONBLOCK,
+ * EOF, EPIPE and SIGPIPE exactly as for any pipe.  So fcntl(F_SETFL) needs
+ * no handling here.
+ *
+ * What must be tracked is which fd numbers are mapped rings: every entry
+ * point that closes or replaces an fd forgets the number before the real
+ * call returns, so a number reused for another file never reaches a ring.
+ * The table is per process and lock-free, because close(2) and write(2)
+ * may be called from signal handlers.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <linux/ringbuffer.h>
+
+#include "libringbuffer.h"
+#include "libringbuffer-internal.h"
+
+#define SHIM_API __attribute__((visibility("default")))
+
+/* fds at or above this are left to the kernel. */
+#define MAX_FDS		4096
+/* Spins on a ring that is full, empty or locked before the real call. */
+#define SPINS		128
+/* Rings closed while in use, unmapped once the user is done. */
+#define GRAVEYARD	64
+/* Per-thread buffer for writes from a signal handler that interrupted a
+ * ring write on the same side; only touched pages cost memory. */
+#define PENDING_MAX	(1UL << 20)
+
+/*
+ * A slot word: 0 = not looked at yet, NOT_RING = looked at, leave it to
+ * the kernel, otherwise the address of a struct shim_ring >> 12 (its page)
+ * in the low SLOT_PAGE_BITS bits.  The high bits count closes of the
+ * number, so that a lookup that raced with a close cannot install a ring
+ * for the file that was closed (the compare-and-swap sees the count move).
+ */
+#define SLOT_PAGE_BITS	36
+#define SLOT_PAGE_MASK	((1ULL << SLOT_PAGE_BITS) - 1)
+#define NOT_RING	1ULL
+/* The graveyard packs an fd number into the low bits of a page address. */
+_Static_assert(MAX_FDS <= 4096, "fd numbers must fit below a page");
+
+struct shim_ring {
+	struct rb_ring rb;
+	int selected_rw;	/* RB_READ or RB_WRITE */
+};
+
+struct slot {
+	_Atomic uint64_t word;
+	/* Fast-path users of this number right now. */
+	_Atomic unsigned int busy;
+};
+
+static struct slot slots[MAX_FDS];
+/* Each entry: a struct shim_ring's address (a page) | its fd number. */
+static _Atomic uintptr_t graveyard[GRAVEYARD];
+
+static int shim_enabled;
+static int select_all;
+static unsigned char selected_fd[MAX_FDS];
+
+static ssize_t (*real_read)(int, void *, size_t);
+static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_readv)(int, const struct iovec *, int);
+static ssize_t (*real_writev)(int, const struct iovec *, int);
+static int (*real_close)(int);
+static int (*real_dup)(int);
+static int (*real_dup2)(int, int);
+static int (*real_dup3)(int, int, int);
+static int (*real_fcntl)(int, int, ...);
+static int (*real_fcntl64)(int, int, ...);
+static int (*real_close_range)(unsigned int, unsigned int, int);
+static void (*real_closefrom)(int);
+static int (*real_fclose)(FILE *);
+static int (*real_pclose)(FILE *);
+static FILE *(*real_freopen)(const char *, const char *, FILE *);
+static FILE *(*real_freopen64)(const char *, const char *, FILE *);
+static int (*real_daemon)(int, int);
+static int (*real_pipe)(int[2]);
+static int (*real_pipe2)(int[2], int);
+static pid_t (*real_fork)(void);
+
+/*
+ * Per thread: the ring whose side lock this thread holds in the fast path
+ * (a signal handler writing to it must not wait for it), and the writes
+ * such a handler handed over.  Only the thread itself and its handlers
+ * touch these; signal fences order them against a handler.
+ */
+static _Thread_local struct shim_ring *in_fast_path;
+static _Thread_local uint32_t cached_tid;
+static _Thread_local char *pending;
+static _Thread_local volatile size_t pending_len;
+static _Thread_local struct shim_ring *pending_ring;
+static _Thread_local volatile int flushing;
+
+static void *resolve(const char *name)
+{
+	void *sym = dlsym(RTLD_NEXT, name);
+
+	if (!sym) {
+		static const char msg[] = "ringpipe-shim: missing libc symbol\n";
+
+		syscall(SYS_write, 2, msg, sizeof(msg) - 1);
+		abort();
+	}
+	return sym;
+}
+
+/* The next definition of @name; resolved once, normally by shim_init(). */
+static void *real_sym(void **slot, const char *name)
+{
+	if (!*slot)
+		*slot = resolve(name);
+	return *slot;
+}
+
+#define REAL(name) ((__typeof__(real_##name))real_sym((void **)&real_##name, #name))
+
+static void forget_tid(void)
+{
+	cached_tid = 0;
+}
+
+static uint32_t my_tid(void)
+{
+	if (!cached_tid)
+		cached_tid = (uint32_t)syscall(SYS_gettid);
+	return cached_tid;
+}
+
+static void parse_selection(const char *spec)
+{
+	if (!spec || !*spec) {
+		selected_fd[0] = selected_fd[1] = selected_fd[2] = 1;
+		return;
+	}
+	if (!strcmp(spec, "none"))
+		return;
+	if (!strcmp(spec, "all")) {
+		select_all = 1;
+		return;
+	}
+	while (*spec) {
+		char *end;
+		long fd = strtol(spec, &end, 10);
+
+		if (end == spec || fd < 0 || fd >= MAX_FDS || (*end && *end != ',')) {
+			fprintf(stderr, "ringpipe: bad RINGPIPE_FDS \"%s\": want "
+				"fd numbers separated by commas, \"all\" or \"none\"\n",
+				getenv("RINGPIPE_FDS"));
+			memset(selected_fd, 0, sizeof(selected_fd));
+			return;
+		}
+		selected_fd[fd] = 1;
+		spec = *end ? end + 1 : end;
+	}
+}
+
+__attribute__((constructor))
+static void shim_init(void)
+{
+	/* Every real function up front: dlsym is not async-signal-safe. */
+	REAL(read); REAL(write); REAL(readv); REAL(writev);
+	REAL(close); REAL(dup); REAL(dup2); REAL(dup3);
+	REAL(fcntl); REAL(fcntl64); REAL(close_range); REAL(closefrom);
+	REAL(fclose); REAL(pclose); REAL(freopen); REAL(freopen64);
+	REAL(daemon); REAL(pipe); REAL(pipe2); REAL(fork);
+	pthread_atfork(NULL, NULL, forget_tid);
+	/*
+	 * The system call numbers belong to an unmerged series (newer
+	 * kernels use them for other calls): only on a kernel that has it.
+	 */
+	if (access("/proc/sys/fs/pipe-ring-force", F_OK))
+		return;
+	parse_selection(getenv("RINGPIPE_FDS"));
+	shim_enabled = 1;
+}
+
+/* --- the fd table --------------------------------------------------- */
+
+static struct shim_ring *slot_ring(uint64_t word)
+{
+	uint64_t page = word & SLOT_PAGE_MASK;
+
+	return page > NOT_RING ? (struct shim_ring *)(uintptr_t)(page << 12) : NULL;
+}
+
+static void ring_free(struct shim_ring *sr)
+{
+	munmap(sr->rb.base, sr->rb.map_size);
+	munmap(sr, sizeof(*sr));
+}
+
+static void graveyard_reap(void)
+{
+	for (int i = 0; i < GRAVEYARD; i++) {
+		uintptr_t p = atomic_load(&graveyard[i]);
+
+		if (!p || atomic_load(&slots[p & (MAX_FDS - 1)].busy))
+			continue;
+		if (atomic_compare_exchange_strong(&graveyard[i], &p, 0))
+			ring_free((struct shim_ring *)(p & ~(uintptr_t)(MAX_FDS - 1)));
+	}
+}
+
+/* Forget what fd number @fd was.  Async-signal-safe. */
+static void slot_forget(int fd)
+{
+	struct slot *s;
+	uint64_t old, new;
+	struct shim_ring *sr;
+
+	if (fd < 0 || fd >= MAX_FDS)
+		return;
+	s = &slots[fd];
+	old = atomic_load(&s->word);
+	do {
+		new = ((old >> SLOT_PAGE_BITS) + 1) << SLOT_PAGE_BITS;
+	} while (!atomic_compare_exchange_weak(&s->word, &old, new));
+	sr = slot_ring(old);
+	if (!sr)
+		return;
+	/*
+	 * seq_cst on both sides: a fast path counts itself in busy before it
+	 * loads the word, we swap the word before we load busy, so either it
+	 * saw the new word or we see it busy.
+	 */
+	if (!atomic_load(&s->busy)) {
+		ring_free(sr);
+	} else {
+		for (int i = 0; i < GRAVEYARD; i++) {
+			uintptr_t empty = 0;
+
+			if (atomic_compare_exchange_strong(&graveyard[i], &empty,
+							   (uintptr_t)sr | fd))
+				return;
+		}
+		/* Full: leave it mapped rather than pull it from under a user. */
+	}
+	graveyard_reap();
+}
+
+/* Map @fd's ring if it is a selected pipe end; the slot word to use. */
+static uint64_t slot_lookup(int fd, uint64_t word)
+{
+	struct slot *s = &slots[fd];
+	struct shim_ring *sr;
+	struct stat st;
+	uint64_t addr = 0, new;
+	int fl, rw;
+
+	new = (word & ~SLOT_PAGE_MASK) | NOT_RING;
+	if ((!select_all && !selected_fd[fd]) || fstat(fd, &st) ||
+	    !S_ISFIFO(st.st_mode))
+		goto install;
+	fl = REAL(fcntl)(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDWR)
+		goto install;
+	rw = (fl & O_ACCMODE) == O_WRONLY ? RB_WRITE : RB_READ;
+	/* The pipe's own size decides: the kernel takes the larger. */
+	if (syscall(__NR_ringbuffer, fd, rw, 4096, &addr, 0))
+		goto install;
+	sr = mmap(NULL, sizeof(*sr), PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sr == MAP_FAILED) {
+		munmap((void *)(uintptr_t)addr,
+		       ((struct ringbuffer_header *)(uintptr_t)addr)->map_size);
+		goto install;
+	}
+	if (rb_init_mapping(&sr->rb, fd, rw, (void *)(uintptr_t)addr)) {
+		munmap((void *)(uintptr_t)addr,
+		       ((struct ringbuffer_header *)(uintptr_t)addr)->map_size);
+		munmap(sr, sizeof(*sr));
+		goto install;
+	}
+	sr->selected_rw = rw;
+	new = (word & ~SLOT_PAGE_MASK) | ((uintptr_t)sr >> 12);
+install:
+	if (atomic_compare_exchange_strong(&s->word, &word, new))
+		return new;
+	/* Closed or looked up meanwhile: theirs wins. */
+	sr = slot_ring(new);
+	if (sr)
+		ring_free(sr);
+	return word;
+}
+
+/*
+ * Enter the fast path for side @rw of @fd: the ring, counted busy, or
+ * NULL.  Leave it with fast_path_exit().
+ */
+static struct shim_ring *fast_path_enter(int fd, int rw)
+{
+	struct slot *s;
+	struct shim_ring *sr;
+	uint64_t word;
+
+	if (!shim_enabled || fd < 0 || fd >= MAX_FDS)
+		return NULL;
+	s = &slots[fd];
+	atomic_fetch_add(&s->busy, 1);
+	word = atomic_load(&s->word);
+	if (!(word & SLOT_PAGE_MASK))
+		word = slot_lookup(fd, word);
+	sr = slot_ring(word);
+	if (sr && sr->selected_rw == rw)
+		return sr;
+	atomic_fetch_sub(&s->busy, 1);
+	return NULL;
+}
+
+static void fast_path_exit(int fd)
+{
+	atomic_fetch_sub(&slots[fd].busy, 1);
+}
+
+/* --- the ring ------------------------------------------------------- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+enum lock_result { LOCKED, BUSY, OWN_THREAD };
+
+static enum lock_result ring_trylock(struct rb_ring *r)
+{
+	uint32_t tid = my_tid();
+
+	for (int spins = 0; spins < SPINS; spins++) {
+		uint32_t expected = 0;
+
+		/* Acquire: we see what the previous holder stored. */
+		if (atomic_compare_exchange_weak_explicit(r->lock, &expected, tid,
+				memory_order_acquire, memory_order_relaxed))
+			return LOCKED;
+		if (expected == tid)
+			return OWN_THREAD;
+		cpu_relax();
+	}
+	/* Held for long (or by a dead task): the kernel waits properly. */
+	return BUSY;
+}
+
+/* Release after doing nothing: only lock waiters can care. */
+static void ring_unlock_unchanged(struct rb_ring *r)
+{
+	atomic_store_explicit(r->lock, 0, memory_order_release);
+	/* Lock word store before the waiter count load, as below. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
+		syscall(__NR_ringbuffer_wakeup, r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
+}
+
+static void ring_unlock(struct rb_ring *r)
+{
+	/* Release: our position store is visible to the next holder. */
+	atomic_store_explicit(r->lock, 0, memory_order_release);
+	/*
+	 * Full fence between our stores (position, lock word) and the loads
+	 * of the sleeper counts; a sleeper counts itself, fences and looks at
+	 * the ring again, so one of the two sees the other.
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
+		syscall(__NR_ringbuffer_wakeup, r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
+	if (atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+		syscall(__NR_ringbuffer_wakeup, r->fd, r->rw, 0);
+}
+
+/* Copy @n bytes between ring position @pos and @iov, from byte @skip on. */
+static void copy_iov(struct rb_ring *r, uint32_t pos, const struct iovec *iov,
+		     size_t skip, size_t n)
+{
+	/* The data area is mapped twice: n <= size bytes are contiguous. */
+	uint8_t *ring = r->data + (pos & r->mask);
+
+	for (; n; iov++) {
+		size_t len = iov->iov_len;
+		size_t chunk;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		chunk = len - skip < n ? len - skip : n;
+		if (r->rw == RB_WRITE)
+			memcpy(ring, (const char *)iov->iov_base + skip, chunk);
+		else
+			memcpy((char *)iov->iov_base + skip, ring, chunk);
+		ring += chunk;
+		n -= chunk;
+		skip = 0;
+	}
+}
+
+/*
+ * One copy of up to @len bytes of @iov (from @skip on) through the ring,
+ * none unless @want fit.  Returns bytes moved, 0 when it cannot go ahead
+ * now, -1 when this thread holds the lock already (a signal handler
+ * interrupted it).
+ */
+static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
+			 size_t skip, size_t len, size_t want)
+{
+	struct rb_ring *r = &sr->rb;
+	uint32_t head, tail, used, own;
+	size_t avail, n;
+
+	switch (ring_trylock(r)) {
+	case LOCKED:
+		break;
+	case OWN_THREAD:
+		return -1;
+	default:
+		return 0;
+	}
+	if (r->rw == RB_WRITE) {
+		/* Our own position, moved only by lock holders. */
+		head = atomic_load_explicit(r->head, memory_order_relaxed);
+		/* Acquire: the consumer is done with the space below tail. */
+		tail = atomic_load_explicit(r->tail, memory_order_acquire);
+		own = head;
+	} else {
+		tail = atomic_load_explicit(r->tail, memory_order_relaxed);
+		/* Acquire: the data below head is written. */
+		head = atomic_load_explicit(r->head, memory_order_acquire);
+		own = tail;
+	}
+	used = head - tail;
+	/* A peer stored nonsense: leave it to the kernel, which says EIO. */
+	avail = used > r->size ? 0 : r->rw == RB_WRITE ? r->size - used : used;
+	if (avail < want || !avail) {
+		ring_unlock_unchanged(r);
+		return 0;
+	}
+	n = len < avail ? len : avail;
+	copy_iov(r, own, iov, skip, n);
+	/* Release: the bytes are copied before the position says so. */
+	atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+			      own + (uint32_t)n, memory_order_release);
+	ring_unlock(r);
+	return n;
+}
+
+static int side_ended(struct shim_ring *sr)
+{
+	uint32_t flag = sr->rb.rw == RB_WRITE ? RINGBUFFER_BROKEN : RINGBUFFER_EOF;
+
+	return atomic_load_explicit(sr->rb.flags, memory_order_acquire) & flag;
+}
+
+/*
+ * Move as much of @iov as the ring takes now; writes of up to PIPE_BUF
+ * bytes go whole or not at all.  Returns bytes moved, or -1 if this thread
+ * holds the side lock already (a signal handler interrupted it).
+ */
+static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
+			     size_t total)
+{
+	int writer = sr->rb.rw == RB_WRITE;
+	size_t want = !writer || total > PIPE_BUF ? 1 : total;
+	size_t done = 0;
+
+	for (int spins = 0; spins < SPINS && done < total; spins++) {
+		ssize_t n;
+
+		/* No reader: the kernel says EPIPE and raises SIGPIPE. */
+		if (writer && side_ended(sr))
+			break;
+		n = ring_copy(sr, iov, done, total - done, want);
+		if (n < 0)
+			return done ? (ssize_t)done : -1;
+		if (n > 0) {
+			done += n;
+			/* A reader returns what there is, like read(2). */
+			if (!writer)
+				break;
+			spins = 0;
+			continue;
+		}
+		/* Empty after the end: the kernel says 0. */
+		if (!writer && side_ended(sr))
+			break;
+		cpu_relax();
+	}
+	return done;
+}
+
+/* --- writes from signal handlers ------------------------------------ */
+
+/*
+ * A handler that writes to the side this thread holds locked cannot wait
+ * for the lock (the holder is the code it interrupted), nor can the
+ * kernel.  Its bytes are kept here, whole, and the interrupted write sends
+ * them right after its own.  Async-signal-safe: mmap is a system call.
+ */
+static int defer_write(struct shim_ring *sr, const struct iovec *iov,
+		       int iovcnt, size_t total)
+{
+	if (!pending) {
+		void *p = mmap(NULL, PENDING_MAX, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			return -1;
+		pending = p;
+	}
+	if ((pending_len && pending_ring != sr) || total > PENDING_MAX - pending_len) {
+		errno = EAGAIN;
+		return -1;
+	}
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(pending + pending_len, iov[i].iov_base, iov[i].iov_len);
+		pending_len += iov[i].iov_len;
+	}
+	pending_ring = sr;
+	return 0;
+}
+
+/* Send what handlers deferred; called with the slot busy, lock not held. */
+static void flush_deferred(struct shim_ring *sr)
+{
+	flushing = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	while (pending_len) {
+		size_t total = pending_len;
+		struct iovec iov = { pending, total };
+		uint32_t want = total < sr->rb.size ? (uint32_t)total : 1;
+		ssize_t n;
+
+		if (side_ended(sr))
+			break;	/* no reader: nobody can receive them any more */
+		/* Handlers interrupting the copy see us inside and append. */
+		in_fast_path = sr;
+		atomic_signal_fence(memory_order_seq_cst);
+		n = ring_copy(sr, &iov, 0, total, want);
+		atomic_signal_fence(memory_order_seq_cst);
+		in_fast_path = NULL;
+		if (n > 0) {
+			memmove(pending, pending + n, pending_len - n);
+			pending_len -= n;
+			continue;
+		}
+		/* Wait for the space, O_NONBLOCK or not: they were accepted. */
+		if (syscall(__NR_ringbuffer_wait, sr->rb.fd, RB_WRITE, want, NULL, 0) < 0 &&
+		    errno != EINTR)
+			break;
+	}
+	pending_len = 0;
+	pending_ring = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	flushing = 0;
+}
+
+/* --- read and write ------------------------------------------------- */
+
+static size_t iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t total = 0;
+
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > SSIZE_MAX - total)
+			return SIZE_MAX;
+		total += iov[i].iov_len;
+	}
+	return total;
+}
+
+/* @iov with the first @skip bytes dropped, into @out; the new count. */
+static int iov_advance(const struct iovec *iov, int iovcnt, size_t skip,
+		       struct iovec *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < iovcnt; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		out[n].iov_base = (char *)iov[i].iov_base + skip;
+		out[n].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+/* The rest of a write the ring took part of, by the kernel. */
+static __attribute__((noinline)) ssize_t
+write_rest(int fd, const struct iovec *iov, int iovcnt, size_t done)
+{
+	struct iovec rest[IOV_MAX];
+	int saved_errno = errno;
+	ssize_t more;
+
+	more = REAL(writev)(fd, rest, iov_advance(iov, iovcnt, done, rest));
+	if (more < 0) {
+		/* Like the kernel: what was written counts, the error waits. */
+		errno = saved_errno;
+		return done;
+	}
+	return done + more;
+}
+
+static ssize_t real_io(int fd, const struct iovec *iov, int iovcnt, int rw)
+{
+	if (rw == RB_WRITE)
+		return iovcnt == 1 ? REAL(write)(fd, iov->iov_base, iov->iov_len) :
+				     REAL(writev)(fd, iov, iovcnt);
+	return iovcnt == 1 ? REAL(read)(fd, iov->iov_base, iov->iov_len) :
+			     REAL(readv)(fd, iov, iovcnt);
+}
+
+/*
+ * A signal handler's call on a side whose lock this thread holds, in the
+ * code it interrupted (@outer): writes are deferred to it, reads fail.
+ */
+static ssize_t nested_io(struct shim_ring *outer, const struct iovec *iov,
+			 int iovcnt, size_t total, int rw)
+{
+	if (rw == RB_READ) {
+		/* The data it would get is in the hands of the interrupted code. */
+		errno = EINTR;
+		return -1;
+	}
+	if (!outer || outer->rb.rw != RB_WRITE) {
+		errno = EDEADLK;
+		return -1;
+	}
+	return defer_write(outer, iov, iovcnt, total) ? -1 : (ssize_t)total;
+}
+
+static ssize_t shim_io(int fd, const struct iovec *iov, int iovcnt, int rw)
+{
+	struct shim_ring *sr, *outer = in_fast_path;
+	size_t total;
+	ssize_t done;
+
+	if (iovcnt <= 0 || iovcnt > IOV_MAX)
+		return real_io(fd, iov, iovcnt, rw);
+	total = iov_total(iov, iovcnt);
+	if (!total || total == SIZE_MAX)
+		return real_io(fd, iov, iovcnt, rw);
+	sr = fast_path_enter(fd, rw);
+	if (!sr)
+		return real_io(fd, iov, iovcnt, rw);
+	if (outer == sr) {
+		/* A signal handler, and the code it interrupted is in here. */
+		done = nested_io(outer, iov, iovcnt, total, rw);
+		fast_path_exit(fd);
+		return done;
+	}
+	in_fast_path = sr;
+	/* A handler must see it set before we can hold the lock. */
+	atomic_signal_fence(memory_order_seq_cst);
+	done = ring_transfer(sr, iov, total);
+	atomic_signal_fence(memory_order_seq_cst);
+	in_fast_path = outer;
+	if (done < 0) {
+		/* Another fd number of the ring the interrupted code is in. */
+		done = nested_io(outer, iov, iovcnt, total, rw);
+		fast_path_exit(fd);
+		return done;
+	}
+	if (pending_len && pending_ring == sr && !flushing)
+		flush_deferred(sr);
+	fast_path_exit(fd);
+	if ((size_t)done == total || (done && rw == RB_READ))
+		return done;
+	if (!done)
+		return real_io(fd, iov, iovcnt, rw);
+	/* Part went in; the kernel waits for space for the rest. */
+	return write_rest(fd, iov, iovcnt, done);
+}
+
+SHIM_API ssize_t read(int fd, void *buf, size_t len)
+{
+	struct iovec iov = { buf, len };
+
+	return shim_io(fd, &iov, 1, RB_READ);
+}
+
+SHIM_API ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return shim_io(fd, &iov, 1, RB_WRITE);
+}
+
+SHIM_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return shim_io(fd, iov, iovcnt, RB_READ);
+}
+
+SHIM_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return shim_io(fd, iov, iovcnt, RB_WRITE);
+}
+
+/* --- calls that close or replace fds -------------------------------- */
+
+SHIM_API int close(int fd)
+{
+	slot_forget(fd);
+	return REAL(close)(fd);
+}
+
+SHIM_API int dup(int fd)
+{
+	int new = REAL(dup)(fd);
+
+	slot_forget(new);
+	return new;
+}
+
+SHIM_API int dup2(int fd, int new)
+{
+	int ret;
+
+	if (fd != new)
+		slot_forget(new);
+	ret = REAL(dup2)(fd, new);
+	if (ret >= 0 && fd != new)
+		slot_forget(new);
+	return ret;
+}
+
+SHIM_API int dup3(int fd, int new, int flags)
+{
+	int ret;
+
+	slot_forget(new);
+	ret = REAL(dup3)(fd, new, flags);
+	slot_forget(new);
+	return ret;
+}
+
+static int do_fcntl(int (*fn)(int, int, ...), int fd, int cmd, void *arg)
+{
+	int ret = fn(fd, cmd, arg);
+
+	if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		slot_forget(ret);
+	return ret;
+}
+
+SHIM_API int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	/* As glibc does: one argument, passed on untouched, whatever it is. */
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(REAL(fcntl), fd, cmd, arg);
+}
+
+SHIM_API int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(REAL(fcntl64), fd, cmd, arg);
+}
+
+static void forget_range(unsigned int first, unsigned int last)
+{
+	for (unsigned int fd = first; fd <= last && fd < MAX_FDS; fd++)
+		if (atomic_load(&slots[fd].word) & SLOT_PAGE_MASK)
+			slot_forget(fd);
+}
+
+SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
+{
+	/* With CLOSE_RANGE_CLOEXEC nothing closes before execve(). */
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+		forget_range(first, last);
+	return REAL(close_range)(first, last, flags);
+}
+
+SHIM_API void closefrom(int first)
+{
+	if (first >= 0)
+		forget_range(first, MAX_FDS - 1);
+	REAL(closefrom)(first);
+}
+
+/* stdio closes and replaces fds with libc-internal calls. */
+SHIM_API int fclose(FILE *f)
+{
+	int fd = f ? fileno(f) : -1;
+
+	slot_forget(fd);
+	return REAL(fclose)(f);
+}
+
+SHIM_API int pclose(FILE *f)
+{
+	slot_forget(f ? fileno(f) : -1);
+	return REAL(pclose)(f);
+}
+
+SHIM_API FILE *freopen(const char *path, const char *mode, FILE *f)
+{
+	FILE *ret;
+
+	slot_forget(f ? fileno(f) : -1);
+	ret = REAL(freopen)(path, mode, f);
+	if (ret)
+		slot_forget(fileno(ret));
+	return ret;
+}
+
+SHIM_API FILE *freopen64(const char *path, const char *mode, FILE *f)
+{
+	FILE *ret;
+
+	slot_forget(f ? fileno(f) : -1);
+	ret = REAL(freopen64)(path, mode, f);
+	if (ret)
+		slot_forget(fileno(ret));
+	return ret;
+}
+
+SHIM_API int daemon(int nochdir, int noclose)
+{
+	int ret = REAL(daemon)(nochdir, noclose);
+
+	if (!noclose)
+		forget_range(0, 2);
+	return ret;
+}
+
+/* New pipes: their numbers may have been closed behind our back. */
+SHIM_API int pipe(int fds[2])
+{
+	int ret = REAL(pipe)(fds);
+
+	if (!ret) {
+		slot_forget(fds[0]);
+		slot_forget(fds[1]);
+	}
+	return ret;
+}
+
+SHIM_API int pipe2(int fds[2], int flags)
+{
+	int ret = REAL(pipe2)(fds, flags);
+
+	if (!ret) {
+		slot_forget(fds[0]);
+		slot_forget(fds[1]);
+	}
+	return ret;
+}
+
+/*
+ * A vfork() child shares our memory, fd table slots included, but not our
+ * fd table: its dup2() before execve() would make the parent forget, or
+ * worse, remember wrongly.  Give it its own memory.
+ */
+SHIM_API pid_t vfork(void)
+{
+	return REAL(fork)();
+}

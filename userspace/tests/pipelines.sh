@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# userspace/tests/pipelines.sh: the shim on real programs, on a kernel
+# with ring-mode pipes (the VM; selftests/run runs it).
+#
+#  - test_shim under `ringpipe -f all`: fd reuse, fork, exec, threads,
+#    signal handlers (its own TAP output);
+#  - real pipelines (coreutils, gzip, tar, make -j4 with its jobserver),
+#    each run plainly and with the shim on some or all stages, whose
+#    outputs must be byte for byte the same;
+#  - a count with strace(1) of the system calls of a writer of small
+#    records: the shim must cut its write(2)s by 100 times at least.
+#
+# Ends with "N passed, N failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+export RINGPIPE=$repo/userspace/ringpipe
+out=$here/out
+pass=0 fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { echo "ok - $*"; pass=$((pass + 1)); }
+not_ok() { echo "not ok - $*"; fail=$((fail + 1)); }
+
+echo "# ===== test_shim under ringpipe -f all"
+"$RINGPIPE" -f all "$out/test_shim" 2>&1 | tee "$tmp/test_shim.out"
+totals=$(grep -E '^# Totals: ' "$tmp/test_shim.out" | tail -n 1)
+if [[ $totals =~ pass:([0-9]+)\ fail:([0-9]+) ]]; then
+	pass=$((pass + BASH_REMATCH[1])) fail=$((fail + BASH_REMATCH[2]))
+else
+	not_ok "test_shim: no totals"
+fi
+
+# Inputs: random bytes, and a small tree of files for tar.
+head -c 3000000 /dev/urandom >"$tmp/data"
+head -c 200000 "$tmp/data" >"$tmp/small"
+mkdir -p "$tmp/tree"
+cp -r "$repo/selftests" "$repo/userspace/tests" "$tmp/tree/" 2>/dev/null
+rm -rf "$tmp/tree/selftests/out" "$tmp/tree/tests/out"
+
+# same NAME PIPELINE: PIPELINE (bash, with $R before the commands that may
+# run under the shim) once with R empty and once with R=ringpipe; the
+# outputs (and exit status) must be the same.
+same() {
+	local name=$1 pipeline=$2 plain shim rc1 rc2
+	plain=$(R="" timeout 300 bash -o pipefail -c "$pipeline" 2>&1)
+	rc1=$?
+	shim=$(R="$RINGPIPE" timeout 300 bash -o pipefail -c "$pipeline" 2>&1)
+	rc2=$?
+	if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -n "$plain" ] && [ "$plain" = "$shim" ]; then
+		ok "$name"
+	else
+		not_ok "$name (exit $rc1 plain, $rc2 under the shim)"
+		echo "# plain: $plain" | head -n 5
+		echo "# shim:  $shim" | head -n 5
+	fi
+}
+
+export tmp
+echo "# ===== pipelines, plain and under the shim"
+same "cat | cat | cat, mixed ends" \
+	'$R cat "$tmp/data" | $R cat | cat | $R cat | sha256sum'
+same "dd with 16-byte blocks on both sides" \
+	'$R dd if="$tmp/small" bs=4k status=none | $R dd bs=16 status=none |
+	 $R dd bs=64k status=none | sha256sum'
+same "head -c and tee" \
+	'$R cat "$tmp/data" | $R head -c 1234567 | $R tee "$tmp/tee.${R:+shim}" |
+	 sha256sum; sha256sum <"$tmp/tee.${R:+shim}"'
+same "gzip | gunzip" \
+	'$R cat "$tmp/data" | $R gzip -1 | cat | $R gunzip | $R sha256sum'
+same "gzip -c < file | gunzip" \
+	'$R gzip -c -1 <"$tmp/data" | $R gunzip -c | sha256sum'
+same "tar -c | tar -x" \
+	'd="$tmp/untar.${R:+shim}"; mkdir -p "$d" &&
+	 $R tar -C "$tmp/tree" -cf - . | $R cat | $R tar -xf - -C "$d" &&
+	 cd "$d" && find . -type f | sort | xargs sha256sum'
+same "yes | head -c | sha256sum" \
+	'{ $R yes "ring buffers for pipes" || true; } | $R head -c 2000000 | sha256sum'
+same "a reader that uses stdio (sha256sum) under the shim" \
+	'$R cat "$tmp/data" "$tmp/data" | $R sha256sum'
+
+# make -j4 with the shim on make and every child (its jobserver pipe too).
+mk=$tmp/mk
+mkdir -p "$mk/sub"
+cat >"$mk/sub/Makefile" <<'EOF'
+PARTS := $(addprefix part,$(shell seq 1 12))
+all: $(PARTS)
+part%:
+	@seq 1 $$(($*000)) | cat | sha256sum >$@
+EOF
+cat >"$mk/Makefile" <<'EOF'
+all: sub1 sub2
+	@cat sub1/part* sub2/part* | sha256sum
+	@grep -c 'anon_inode:\[ringbuffer\]' /proc/$$PPID/maps >ring-areas || true
+sub%:
+	@mkdir -p $@ && cp sub/Makefile $@/
+	+@$(MAKE) -s -C $@
+EOF
+same "make -j4 through a jobserver (-f all)" \
+	'rm -rf "$tmp/mk/sub1" "$tmp/mk/sub2"; RINGPIPE_FDS=all $R make -s -j4 -C "$tmp/mk"'
+# The last run was the shim's: make itself had its jobserver on a ring.
+if [ "$(cat "$mk/ring-areas" 2>/dev/null || echo 0)" -gt 0 ]; then
+	ok "make under the shim maps its jobserver pipe's ring"
+else
+	not_ok "make under the shim maps its jobserver pipe's ring"
+fi
+
+# The system calls of a writer of 16-byte records, counted by strace.
+echo "# ===== system calls of a writer of small records"
+count_writes() {
+	# strace -c's table: "% time seconds usecs/call calls [errors] syscall".
+	awk '$NF == "write" { print $4 } END { }' "$1" | head -n 1
+}
+records=20000
+strace -f -c -o "$tmp/plain.strace" "$out/records" write $records 16 |
+	"$out/records" read 16 >"$tmp/plain.read"
+strace -f -c -o "$tmp/shim.strace" "$RINGPIPE" "$out/records" write $records 16 |
+	"$RINGPIPE" "$out/records" read 16 >"$tmp/shim.read"
+plain_writes=$(count_writes "$tmp/plain.strace")
+shim_writes=$(count_writes "$tmp/shim.strace")
+plain_writes=${plain_writes:-0} shim_writes=${shim_writes:-0}
+echo "# write(2) calls: $plain_writes plain, $shim_writes under the shim"
+echo "# all system calls of the writer under the shim:"
+sed 's/^/#   /' "$tmp/shim.strace"
+if grep -q "^records: $records records" "$tmp/plain.read" &&
+   grep -q "^records: $records records" "$tmp/shim.read" &&
+   [ "$plain_writes" -ge $records ] &&
+   [ $((shim_writes * 100)) -le "$plain_writes" ]; then
+	ok "the shim cuts a small-record writer's write(2) calls 100 times ($plain_writes -> $shim_writes)"
+else
+	not_ok "the shim cuts a small-record writer's write(2) calls 100 times ($plain_writes -> $shim_writes)"
+	cat "$tmp/plain.read" "$tmp/shim.read"
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
