@@ -25,6 +25,7 @@ struct rb_ring {
 	/* Between rb_reserve/rb_peek and rb_commit/rb_consume (lock held): */
 	uint32_t pos;
 	size_t held;
+	int holding;
 };
 
 /* Fill @r from a mapping at @base laid out as ringbuffer(2) does. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <linux/ringbuffer.h>
+#include <linux/time_types.h>
 
 #include "libringbuffer.h"
 #include "libringbuffer-internal.h"
@@ -46,7 +47,7 @@ static long sys_ringbuffer(int fd, unsigned int rw, uint32_t size,
 }
 
 static long sys_ringbuffer_wait(int fd, unsigned int rw, uint32_t min,
-				const struct timespec *timeout,
+				const struct __kernel_timespec *timeout,
 				unsigned int flags)
 {
 #ifdef __NR_ringbuffer_wait
@@ -157,7 +158,7 @@ struct rb_ring *rb_open(int fd, int rw, uint32_t size)
 	uint64_t addr = 0;
 
 	if (fd < 0 || (rw != RB_READ && rw != RB_WRITE) || !size ||
-	    (size & (size - 1))) {
+	    (size & (size - 1)) || size > RINGBUFFER_MAX_SIZE) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -403,17 +404,20 @@ void *rb_reserve(struct rb_ring *r, size_t len)
 	}
 	r->pos = own;
 	r->held = len;
+	r->holding = 1;
 	return r->data + (own & r->mask);
 }
 
 int rb_commit(struct rb_ring *r, size_t len)
 {
-	if (!r->mapped || len > r->held) {
+	/* Without a span held, there is no position to publish nor lock to drop. */
+	if (!r->mapped || !r->holding || len > r->held) {
 		errno = EINVAL;
 		return -1;
 	}
 	rb_publish(r, r->pos, len);
 	r->held = 0;
+	r->holding = 0;
 	rb_unlock(r);
 	return 0;
 }
@@ -422,6 +426,7 @@ const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 {
 	uint32_t own;
 	long avail;
+	int eof;
 
 	*len = 0;
 	if (!r->mapped) {
@@ -431,18 +436,24 @@ const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 	if (rb_lock(r))
 		return NULL;
 	avail = rb_avail_locked(r, &own);
+	/*
+	 * The producer may have published, then left: after the flag (an
+	 * acquire load, ordered after its last head store), look again.
+	 */
+	eof = !avail && (atomic_load_explicit(r->flags, memory_order_acquire) &
+			 RINGBUFFER_EOF);
+	if (eof)
+		avail = rb_avail_locked(r, &own);
 	if (avail <= 0) {
-		int err = avail < 0 ? EIO :
-			  (atomic_load_explicit(r->flags, memory_order_acquire) &
-			   RINGBUFFER_EOF) ? 0 : EAGAIN;
+		int err = avail < 0 ? EIO : eof ? 0 : EAGAIN;
 
 		rb_unlock(r);
-		/* A last look: the producer may have published, then left. */
 		errno = err;
 		return NULL;
 	}
 	r->pos = own;
 	r->held = (size_t)avail < max ? (size_t)avail : max;
+	r->holding = 1;
 	*len = r->held;
 	return r->data + (own & r->mask);
 }
@@ -454,7 +465,8 @@ int rb_consume(struct rb_ring *r, size_t len)
 
 long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
 {
-	struct timespec ts, *tsp = NULL;
+	/* The kernel's 64-bit timespec, whatever time_t is here. */
+	struct __kernel_timespec ts, *tsp = NULL;
 
 	if (!r->mapped) {
 		errno = ENOTSUP;

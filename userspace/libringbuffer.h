@@ -33,7 +33,8 @@ struct rb_ring;
 /*
  * Map side @rw of the ring of @fd, asking for at least @size bytes (a
  * power of two) if the file has no ring yet.  Returns NULL with errno set
- * on failure (ENOMEM, or EINVAL for bad arguments); a kernel or file
+ * on failure (ENOMEM, or EINVAL for a bad @fd number, @rw or @size: not
+ * a power of two, or above RINGBUFFER_MAX_SIZE); a kernel or file
  * without rings gives a ring in fallback mode (rb_is_mapped() is 0).
  */
 struct rb_ring *rb_open(int fd, int rw, uint32_t size);

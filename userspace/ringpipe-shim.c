@@ -279,8 +279,9 @@ static uint64_t slot_lookup(int fd, uint64_t word)
 	if ((!select_all && !selected_fd[fd]) || fstat(fd, &st) ||
 	    !S_ISFIFO(st.st_mode))
 		goto install;
+	/* Packet-mode (O_DIRECT) pipes keep their packets in the kernel. */
 	fl = REAL(fcntl)(fd, F_GETFL);
-	if (fl < 0 || (fl & O_ACCMODE) == O_RDWR)
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDWR || (fl & O_DIRECT))
 		goto install;
 	rw = (fl & O_ACCMODE) == O_WRONLY ? RB_WRITE : RB_READ;
 	/* The pipe's own size decides: the kernel takes the larger. */
@@ -520,8 +521,9 @@ static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
 /*
  * A handler that writes to the side this thread holds locked cannot wait
  * for the lock (the holder is the code it interrupted), nor can the
- * kernel.  Its bytes are kept here, whole, and the interrupted write sends
- * them right after its own.  Async-signal-safe: mmap is a system call.
+ * kernel.  Its bytes are kept here, whole, and sent before the interrupted
+ * write returns: after what that write put in the ring, before what it
+ * leaves to the kernel.  Async-signal-safe: mmap is a system call.
  */
 static int defer_write(struct shim_ring *sr, const struct iovec *iov,
 		       int iovcnt, size_t total)

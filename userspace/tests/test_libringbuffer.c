@@ -218,6 +218,11 @@ static void test_fake_ring_zero_copy(void)
 	CHECK(rb_commit(&f.prod, 16385) < 0 && errno == EINVAL,
 	      "commit more than reserved: EINVAL");
 	CHECK(rb_commit(&f.prod, 0) == 0, "commit nothing");
+	CHECK(rb_commit(&f.prod, 0) < 0 && errno == EINVAL &&
+	      atomic_load(f.prod.lock) == 0,
+	      "commit without a reserve: EINVAL, lock untouched");
+	CHECK(rb_consume(&f.cons, 0) < 0 && errno == EINVAL,
+	      "consume without a peek: EINVAL");
 	munmap(f.base, f.len);
 }
 

@@ -276,6 +276,23 @@ TEST(fclose_of_fdopen_pipe)
 	close(p[0]);
 }
 
+/* Packet-mode pipes stay in the kernel, packets and all. */
+TEST(packet_pipe_keeps_packets)
+{
+	int p[2], before = ring_mappings();
+	char buf[64];
+
+	ASSERT_EQ(0, pipe2(p, O_DIRECT));
+	ASSERT_EQ(3, write(p[1], "one", 3));
+	ASSERT_EQ(5, write(p[1], "three", 5));
+	ASSERT_EQ(3, read(p[0], buf, sizeof(buf)));
+	ASSERT_EQ(5, read(p[0], buf, sizeof(buf)));
+	ASSERT_EQ(0, memcmp(buf, "three", 5));
+	ASSERT_EQ(before, ring_mappings());
+	close(p[0]);
+	close(p[1]);
+}
+
 TEST(readv_writev)
 {
 	int p[2];
