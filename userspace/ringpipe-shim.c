@@ -551,6 +551,8 @@ static int defer_write(struct shim_ring *sr, const struct iovec *iov,
 /* Send what handlers deferred; called with the slot busy, lock not held. */
 static void flush_deferred(struct shim_ring *sr)
 {
+	struct shim_ring *outer = in_fast_path;
+
 	flushing = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	while (pending_len) {
@@ -566,7 +568,7 @@ static void flush_deferred(struct shim_ring *sr)
 		atomic_signal_fence(memory_order_seq_cst);
 		n = ring_copy(sr, &iov, 0, total, want);
 		atomic_signal_fence(memory_order_seq_cst);
-		in_fast_path = NULL;
+		in_fast_path = outer;
 		if (n > 0) {
 			memmove(pending, pending + n, pending_len - n);
 			pending_len -= n;
