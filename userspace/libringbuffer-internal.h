@@ -31,4 +31,23 @@ struct rb_ring {
 /* Fill @r from a mapping at @base laid out as ringbuffer(2) does. */
 int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base);
 
+/*
+ * Shared with the ringpipe shim, which carries its own copy of the
+ * library: release the side lock after a change (waking lock waiters and
+ * the peer's sleepers) or after none (lock waiters only), and publish our
+ * position.  Not part of the library's ABI.
+ */
+#define RB_HIDDEN __attribute__((visibility("hidden")))
+RB_HIDDEN int rb_kernel_has_rings(void);
+RB_HIDDEN void rb_unlock(struct rb_ring *r);
+RB_HIDDEN void rb_unlock_unchanged(struct rb_ring *r);
+RB_HIDDEN void rb_publish(struct rb_ring *r, uint32_t own, size_t n);
+
+static inline void rb_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 #endif /* LIBRINGBUFFER_INTERNAL_H */

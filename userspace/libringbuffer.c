@@ -25,13 +25,6 @@
  * running on another CPU. */
 #define RB_SPINS	64
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 static int kernel_has_rings;
 
 static long sys_ringbuffer(int fd, unsigned int rw, uint32_t size,
@@ -88,6 +81,12 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static void probe_kernel(void)
 {
 	kernel_has_rings = access("/proc/sys/fs/pipe-ring-force", F_OK) == 0;
+}
+
+int rb_kernel_has_rings(void)
+{
+	pthread_once(&probe_once, probe_kernel);
+	return kernel_has_rings;
 }
 
 /*
@@ -167,8 +166,7 @@ struct rb_ring *rb_open(int fd, int rw, uint32_t size)
 		return NULL;
 	r->fd = fd;
 	r->rw = rw;
-	pthread_once(&probe_once, probe_kernel);
-	if (!kernel_has_rings || sys_ringbuffer(fd, rw, size, &addr, 0))
+	if (!rb_kernel_has_rings() || sys_ringbuffer(fd, rw, size, &addr, 0))
 		return r;	/* fallback mode: read(2) and write(2) */
 	if (rb_init_mapping(r, fd, rw, (void *)(uintptr_t)addr)) {
 		munmap((void *)(uintptr_t)addr,
@@ -219,7 +217,7 @@ static int rb_lock(struct rb_ring *r)
 			return -1;
 		}
 		if (spins < RB_SPINS) {
-			cpu_relax();
+			rb_cpu_relax();
 			continue;
 		}
 		/* The kernel sleeps until it changes, or frees a dead holder's. */
@@ -230,7 +228,17 @@ static int rb_lock(struct rb_ring *r)
 	}
 }
 
-static void rb_unlock(struct rb_ring *r)
+/* No sleeper waits for what we did not do: release, wake lock waiters. */
+void rb_unlock_unchanged(struct rb_ring *r)
+{
+	atomic_store_explicit(r->lock, 0, memory_order_release);
+	/* Lock word store before the waiter count load, as in rb_unlock(). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
+		sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
+}
+
+void rb_unlock(struct rb_ring *r)
 {
 	/* Release: our position store is visible to the next holder. */
 	atomic_store_explicit(r->lock, 0, memory_order_release);
@@ -274,7 +282,7 @@ static long rb_avail_locked(struct rb_ring *r, uint32_t *own)
 	return r->rw == RB_WRITE ? (long)(r->size - used) : (long)used;
 }
 
-static void rb_publish(struct rb_ring *r, uint32_t own, size_t n)
+void rb_publish(struct rb_ring *r, uint32_t own, size_t n)
 {
 	/* Release: the bytes are written (or read) before the position says so. */
 	atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
@@ -303,11 +311,7 @@ static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 	if (avail < 0 || (size_t)avail < want) {
 		int err = errno;
 
-		/* No sleeper waits for what we did not do: just release. */
-		atomic_store_explicit(r->lock, 0, memory_order_release);
-		atomic_thread_fence(memory_order_seq_cst);
-		if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
-			sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
+		rb_unlock_unchanged(r);
 		errno = err;
 		return avail < 0 ? -1 : 0;
 	}
@@ -340,7 +344,7 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 			if (n < 0)
 				return done ? (ssize_t)done : -1;
 			if (!n)
-				cpu_relax();
+				rb_cpu_relax();
 		}
 		if (!n) {
 			/*
@@ -369,7 +373,7 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 		if (atomic_load_explicit(r->flags, memory_order_acquire) &
 		    RINGBUFFER_EOF)
 			break;
-		cpu_relax();
+		rb_cpu_relax();
 	}
 	/* Empty: read(2) waits, or reports EOF or EAGAIN. */
 	return read(r->fd, buf, len);
@@ -482,7 +486,7 @@ long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
 
 		if (used <= r->size && have >= min)
 			return have;
-		cpu_relax();
+		rb_cpu_relax();
 	}
 	if (timeout_ns >= 0) {
 		ts.tv_sec = timeout_ns / 1000000000;

@@ -192,11 +192,8 @@ static void shim_init(void)
 	REAL(fclose); REAL(pclose); REAL(freopen); REAL(freopen64);
 	REAL(daemon); REAL(pipe); REAL(pipe2); REAL(fork);
 	pthread_atfork(NULL, NULL, forget_tid);
-	/*
-	 * The system call numbers belong to an unmerged series (newer
-	 * kernels use them for other calls): only on a kernel that has it.
-	 */
-	if (access("/proc/sys/fs/pipe-ring-force", F_OK))
+	/* Also lets the library's wake-ups through, which rb_unlock() makes. */
+	if (!rb_kernel_has_rings())
 		return;
 	parse_selection(getenv("RINGPIPE_FDS"));
 	shim_enabled = 1;
@@ -343,13 +340,6 @@ static void fast_path_exit(int fd)
 
 /* --- the ring ------------------------------------------------------- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 enum lock_result { LOCKED, BUSY, OWN_THREAD };
 
 static enum lock_result ring_trylock(struct rb_ring *r)
@@ -365,36 +355,10 @@ static enum lock_result ring_trylock(struct rb_ring *r)
 			return LOCKED;
 		if (expected == tid)
 			return OWN_THREAD;
-		cpu_relax();
+		rb_cpu_relax();
 	}
 	/* Held for long (or by a dead task): the kernel waits properly. */
 	return BUSY;
-}
-
-/* Release after doing nothing: only lock waiters can care. */
-static void ring_unlock_unchanged(struct rb_ring *r)
-{
-	atomic_store_explicit(r->lock, 0, memory_order_release);
-	/* Lock word store before the waiter count load, as below. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
-		syscall(__NR_ringbuffer_wakeup, r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
-}
-
-static void ring_unlock(struct rb_ring *r)
-{
-	/* Release: our position store is visible to the next holder. */
-	atomic_store_explicit(r->lock, 0, memory_order_release);
-	/*
-	 * Full fence between our stores (position, lock word) and the loads
-	 * of the sleeper counts; a sleeper counts itself, fences and looks at
-	 * the ring again, so one of the two sees the other.
-	 */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
-		syscall(__NR_ringbuffer_wakeup, r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
-	if (atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
-		syscall(__NR_ringbuffer_wakeup, r->fd, r->rw, 0);
 }
 
 /* Copy @n bytes between ring position @pos and @iov, from byte @skip on. */
@@ -460,15 +424,13 @@ static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
 	/* A peer stored nonsense: leave it to the kernel, which says EIO. */
 	avail = used > r->size ? 0 : r->rw == RB_WRITE ? r->size - used : used;
 	if (avail < want || !avail) {
-		ring_unlock_unchanged(r);
+		rb_unlock_unchanged(r);
 		return 0;
 	}
 	n = len < avail ? len : avail;
 	copy_iov(r, own, iov, skip, n);
-	/* Release: the bytes are copied before the position says so. */
-	atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
-			      own + (uint32_t)n, memory_order_release);
-	ring_unlock(r);
+	rb_publish(r, own, n);
+	rb_unlock(r);
 	return n;
 }
 
@@ -511,7 +473,7 @@ static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
 		/* Empty after the end: the kernel says 0. */
 		if (!writer && side_ended(sr))
 			break;
-		cpu_relax();
+		rb_cpu_relax();
 	}
 	return done;
 }
