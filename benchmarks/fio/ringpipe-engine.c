@@ -435,13 +435,15 @@ static int ringpipe_init(struct thread_data *td)
 	/* On stderr: a job process's log_info() text can be lost when fio
 	 * writes its report to a file (--output). */
 	if (rp->mode == RINGPIPE_RING)
-		log_err("ringpipe: %s: mode=ring mapped=%d ring_size=%u peer=%d "
-			 "pipe-ring-force=%d\n", td->o.name, rb_is_mapped(rp->ring),
-			 rb_size(rp->ring), (int)rp->peer, force);
-	else
-		log_err("ringpipe: %s: mode=plain mapped=0 pipe_size=%d peer=%d "
-			 "pipe-ring-force=%d\n", td->o.name,
-			 fcntl(fio_fd, F_GETPIPE_SZ), (int)rp->peer, force);
+		log_err("ringpipe: %s: mode=ring mapped=%d ring_size=%u asked=%u "
+			"peer=%d pipe-ring-force=%d\n", td->o.name,
+			rb_is_mapped(rp->ring), rb_size(rp->ring), o->pipe_size,
+			(int)rp->peer, force);
+	else	/* a pipe made in ring mode (forced) keeps its first size */
+		log_err("ringpipe: %s: mode=plain mapped=0 pipe_size=%d asked=%u "
+			"peer=%d pipe-ring-force=%d\n", td->o.name,
+			fcntl(fio_fd, F_GETPIPE_SZ), o->pipe_size, (int)rp->peer,
+			force);
 	return 0;
 
 fail:
