@@ -1,0 +1,691 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""benchmarks/report.py OUTDIR BENCHDIR: turn the raw output of
+benchmarks/run (OUTDIR/{host,main,base,count}.tsv, count-trace.txt) into
+BENCHDIR/RESULTS.md and the data files the gnuplot scripts plot
+(OUTDIR/plot/)."""
+
+import collections
+import os
+import re
+import statistics
+import sys
+
+VARIANTS = ["rw", "splice", "ring", "zc", "shim", "spsc"]
+RING_VARIANTS = ["ring", "zc", "shim"]
+CONDS = ["pinned", "unpinned", "busy"]
+DESCR = {
+    "rw": "read(2)/write(2) on a plain pipe",
+    "splice": "vmsplice(2) in, splice(2) to /dev/null out, plain pipe",
+    "ring": "libringbuffer copy API: rb_write()/rb_read()",
+    "zc": "libringbuffer zero-copy API: rb_reserve()/rb_commit(), rb_peek()/rb_consume()",
+    "shim": "the rw program under `ringpipe -f all` (LD_PRELOAD shim)",
+    "spsc": "user-space ring in shared anonymous memory, no kernel (upper bound)",
+}
+# x86-64 system call numbers met in the counting pass.
+SYSCALLS = {0: "read", 1: "write", 3: "close", 9: "mmap", 11: "munmap",
+            24: "sched_yield", 60: "exit", 98: "getrusage", 202: "futex",
+            231: "exit_group", 275: "splice", 278: "vmsplice",
+            463: "ringbuffer", 464: "ringbuffer_wait", 465: "ringbuffer_wakeup"}
+# One-off calls at the end of a run, not part of streaming.
+TEARDOWN = {3, 11, 60, 231}
+
+
+def fmt(x):
+    """3 significant digits, no exponent for ordinary magnitudes."""
+    if x is None:
+        return "n/a"
+    if x == 0:
+        return "0"
+    a = abs(x)
+    if a >= 1000:
+        return f"{x:,.0f}"
+    if a >= 100:
+        return f"{x:.0f}"
+    if a >= 10:
+        return f"{x:.1f}"
+    if a >= 1:
+        return f"{x:.2f}"
+    if a >= 0.01:
+        return f"{x:.3f}"
+    return f"{x:.2g}"
+
+
+def size_name(n):
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024} KiB"
+    return f"{n} B"
+
+
+def read_tsv(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if line:
+                    rows.append(line.split("\t"))
+    return rows
+
+
+class Phase:
+    """One VM boot's measurements."""
+
+    def __init__(self, path):
+        self.info = {}
+        self.skips = []
+        self.fails = []
+        # [kind][cond][variant][size] -> list of dicts
+        self.data = collections.defaultdict(lambda: collections.defaultdict(
+            lambda: collections.defaultdict(lambda: collections.defaultdict(list))))
+        self.by_id = {}
+        self.present = os.path.exists(path)
+        for r in read_tsv(path):
+            if r[0] == "info" and len(r) >= 3:
+                self.info[r[1]] = r[2]
+            elif r[0] == "skip":
+                self.skips.append((r[1], r[2] if len(r) > 2 else ""))
+            elif r[0] == "fail":
+                self.fails.append(r[1:])
+            elif r[0] in ("tput", "lat") and len(r) >= 15:
+                d = {"kind": r[0], "variant": r[1], "cond": r[2], "size": int(r[3]),
+                     "run": int(r[4]), "id": int(r[5]), "amount": float(r[6]),
+                     "secs": float(r[7]), "value": float(r[8]),
+                     "cpu": (float(r[9]), float(r[10])),
+                     "vcsw": (int(r[11]), int(r[12])), "ivcsw": (int(r[13]), int(r[14]))}
+                self.data[r[0]][d["cond"]][d["variant"]][d["size"]].append(d)
+                self.by_id[d["id"]] = d
+
+    def values(self, kind, cond, variant, size):
+        return [d["value"] for d in self.data[kind][cond][variant][size]]
+
+    def stat(self, kind, cond, variant, size):
+        v = self.values(kind, cond, variant, size)
+        if not v:
+            return None
+        return statistics.median(v), min(v), max(v), len(v)
+
+    def median(self, kind, cond, variant, size):
+        s = self.stat(kind, cond, variant, size)
+        return s[0] if s else None
+
+    def sizes(self, kind):
+        return sorted({s for c in self.data[kind].values() for v in c.values() for s in v})
+
+    def variants(self, kind):
+        have = {v for c in self.data[kind].values() for v in c}
+        return [v for v in VARIANTS if v in have]
+
+    def conds(self, kind):
+        return [c for c in CONDS if c in self.data[kind]]
+
+
+def parse_trace(path):
+    """bpftrace's maps: name -> {key tuple: count}."""
+    maps = collections.defaultdict(dict)
+    if not os.path.exists(path):
+        return maps
+    pat = re.compile(r"^@(\w+)\[(.*)\]: (\d+)$")
+    with open(path) as f:
+        for line in f:
+            m = pat.match(line.strip())
+            if m:
+                key = tuple(k.strip() for k in m.group(2).split(","))
+                maps[m.group(1)][key] = int(m.group(3))
+    return maps
+
+
+class Counts:
+    """Per-measurement kernel counts from the counting pass."""
+
+    def __init__(self, phase, maps):
+        self.phase = phase
+        self.maps = maps
+        self.have_rbwake = phase.info.get("tracepoint:ringbuffer/ringbuffer_wake") == "yes"
+        self.have_rbwait = phase.info.get("tracepoint:ringbuffer/ringbuffer_wait_begin") == "yes"
+
+    def _sum(self, name, mid, pred=None):
+        total = 0
+        for key, n in self.maps.get(name, {}).items():
+            if key[0] in (f"rbm{mid}p", f"rbm{mid}c") and (pred is None or pred(key)):
+                total += n
+        return total
+
+    def per_unit(self, kind, cond, variant, size, what):
+        """Count of @what per MiB (tput) or per round trip (lat), or None."""
+        rows = self.phase.data[kind][cond][variant][size]
+        if not rows:
+            return None
+        d = rows[0]
+        if what == "sys":
+            n = self._sum("sysid", d["id"], lambda k: int(k[1]) not in TEARDOWN)
+        elif what == "sys_all":
+            n = self._sum("sys", d["id"])
+        elif what == "wakeup":
+            n = self._sum("wakeup", d["id"])
+        elif what == "rbwake":
+            if not self.have_rbwake:
+                return None
+            n = self._sum("rbwake", d["id"])
+        elif what == "rbwait":
+            if not self.have_rbwait:
+                return None
+            n = self._sum("rbwait", d["id"])
+        else:
+            raise ValueError(what)
+        unit = d["amount"] / 1048576 if kind == "tput" else d["amount"]
+        return n / unit if unit else None
+
+    def breakdown(self, kind, cond, variant, size):
+        """{syscall name: per MiB or per round trip}, streaming calls only."""
+        rows = self.phase.data[kind][cond][variant][size]
+        if not rows:
+            return {}
+        d = rows[0]
+        unit = d["amount"] / 1048576 if kind == "tput" else d["amount"]
+        out = collections.Counter()
+        for key, n in self.maps.get("sysid", {}).items():
+            if key[0] in (f"rbm{d['id']}p", f"rbm{d['id']}c") and int(key[1]) not in TEARDOWN:
+                out[SYSCALLS.get(int(key[1]), f"#{key[1]}")] += n / unit
+        return dict(out)
+
+
+def cell(s):
+    if not s:
+        return "–"
+    med, lo, hi, n = s
+    if n == 1:
+        return fmt(med)
+    return f"{fmt(med)} [{fmt(lo)}–{fmt(hi)}]"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(r) + " |")
+    return "\n".join(lines)
+
+
+def write_plot_data(main, counts, plotdir):
+    os.makedirs(plotdir, exist_ok=True)
+    for f in os.listdir(plotdir):
+        os.unlink(os.path.join(plotdir, f))
+    for cond in main.conds("tput"):
+        names = []
+        for v in main.variants("tput"):
+            rows = [(s, main.stat("tput", cond, v, s)) for s in main.sizes("tput")]
+            rows = [(s, st) for s, st in rows if st]
+            if not rows:
+                continue
+            with open(os.path.join(plotdir, f"tput-{cond}-{v}.dat"), "w") as f:
+                f.write("# size median min max\n")
+                for s, (med, lo, hi, _) in rows:
+                    f.write(f"{s} {med} {lo} {hi}\n")
+            names.append(v)
+        with open(os.path.join(plotdir, f"tput-{cond}.list"), "w") as f:
+            f.write(" ".join(names) + "\n")
+    # Latency: one row per condition x size, a column triple per variant.
+    lat_vars = main.variants("lat")
+    if lat_vars:
+        with open(os.path.join(plotdir, "lat.dat"), "w") as f:
+            f.write("# label " + " ".join(f"{v} {v}_min {v}_max" for v in lat_vars) + "\n")
+            for size in main.sizes("lat"):
+                for cond in main.conds("lat"):
+                    vals = []
+                    for v in lat_vars:
+                        st = main.stat("lat", cond, v, size)
+                        vals += [str(x) for x in st[:3]] if st else ["NaN"] * 3
+                    label = f'"{cond}\\n{size_name(size)}"'
+                    f.write(label + " " + " ".join(vals) + "\n")
+        with open(os.path.join(plotdir, "lat.list"), "w") as f:
+            f.write(" ".join(lat_vars) + "\n")
+    if counts:
+        names = []
+        for v in counts.phase.variants("tput"):
+            rows = [(s, counts.per_unit("tput", "pinned", v, s, "sys"))
+                    for s in counts.phase.sizes("tput")]
+            rows = [(s, x) for s, x in rows if x is not None]
+            if not rows:
+                continue
+            with open(os.path.join(plotdir, f"sys-{v}.dat"), "w") as f:
+                f.write("# size syscalls_per_mib (0 drawn at 0.01)\n")
+                for s, x in rows:
+                    f.write(f"{s} {max(x, 0.01)}\n")
+            names.append(v)
+        with open(os.path.join(plotdir, "counts.list"), "w") as f:
+            f.write(" ".join(names) + "\n")
+
+
+def main():
+    outdir, benchdir = sys.argv[1], sys.argv[2]
+    host = {r[0]: r[1] for r in read_tsv(os.path.join(outdir, "host.tsv")) if len(r) >= 2}
+    main_p = Phase(os.path.join(outdir, "main.tsv"))
+    base_p = Phase(os.path.join(outdir, "base.tsv"))
+    count_p = Phase(os.path.join(outdir, "count.tsv"))
+    counts = Counts(count_p, parse_trace(os.path.join(outdir, "count-trace.txt"))) \
+        if count_p.present else None
+    if not main_p.present:
+        sys.exit("report: no main.tsv in " + outdir)
+    write_plot_data(main_p, counts, os.path.join(outdir, "plot"))
+
+    md = []
+    w = md.append
+    quick = host.get("quick") == "1"
+    w("# Benchmark results")
+    w("")
+    w(f"Written by `make bench` (`benchmarks/run`) on {host.get('date', '?')}"
+      f" at commit {host.get('commit', '?')}; rerun it rather than editing this file."
+      " How the benchmark works: [README.md](README.md).")
+    w("")
+    if quick:
+        w("**BENCH_QUICK=1: one short run per point and three sizes. These figures only"
+          " show that the machinery works.**")
+        w("")
+    w("> **The guest runs under QEMU TCG emulation** (no KVM): every guest instruction is"
+      " translated by QEMU on the host, system calls, page-table walks and memory"
+      " barriers cost very different amounts than on hardware, and the two vCPUs are host"
+      " threads that the host schedules. Absolute numbers mean little; the ratios"
+      " between variants measured side by side in the same boot are what this reports,"
+      " and even those are those of an emulated machine.")
+    w("")
+
+    # --- setup ---------------------------------------------------------
+    w("## Setup")
+    w("")
+    w(f"- Base kernel: Debian `linux-source-6.12` {host.get('base', '?')}"
+      " (`kernel-patches/BASE`).")
+    w("- Patched kernel: the release configuration, tinyconfig + `ci/config/base.config` +"
+      " `ci/config/ringpipe.config` + `ci/config/release.config` (no debugging options)."
+      f" Guest: `{main_p.info.get('kernel', '?')}`;"
+      f" {main_p.info.get('guest_kernel_config', '').strip() or 'config not readable'}.")
+    if base_p.present:
+        w("- Unpatched kernel: the same base and configuration without the ring options"
+          f" (`ci/kernel-build base`). Guest: `{base_p.info.get('kernel', '?')}`;"
+          f" ring buffers: {base_p.info.get('rings', '?')}.")
+    else:
+        w("- Unpatched kernel: **not run** (no base image), so no regression ratio below.")
+    w(f"- Host CPU: {host.get('host_cpu', '?')}, {host.get('host_cpus', '?')} CPUs,"
+      f" host kernel {host.get('host_kernel', '?')}; {host.get('qemu', 'QEMU')};"
+      f" guest: 2 vCPUs (`-cpu max`, \"{main_p.info.get('guest_cpu', '?')}\"),"
+      " 2 GiB, multi-threaded TCG for the timings.")
+    loads = [f"{k[len('load_before_'):]} {v}" for k, v in host.items() if k.startswith("load_before_")]
+    if loads:
+        w("- Host load average (1, 5, 15 min) when each boot started: " + "; ".join(loads) +
+          ". Other work on the host slows the vCPUs unevenly.")
+    secs = [f"{k[len('seconds_'):]} {v} s" for k, v in host.items() if k.startswith("seconds_")]
+    if secs:
+        w("- Time per boot, boot included: " + ", ".join(secs) + ".")
+    w(f"- Every pipe and ring holds {int(main_p.info.get('pipe_size', 0)) // 1024} KiB"
+      " (`F_SETPIPE_SZ`; the ring variants and the shim get rings of that size). A run"
+      f" lasts {main_p.info.get('seconds_per_run', '?')} s of streaming (or ping-pong);"
+      " each figure is the median of the runs with [min–max]; the runs of all variants"
+      " are interleaved round by round.")
+    w("- Conditions: **pinned**: producer on CPU 0, consumer on CPU 1; **unpinned**: the"
+      " scheduler places both; **busy**: pinned, plus a third process spinning"
+      " on CPU 1, the consumer's (pinned there so that the oversubscription is the same"
+      " in every run).")
+    w("- Variants:")
+    for v in VARIANTS:
+        w(f"  - `{v}`: {DESCR[v]}")
+    w("- Each message starts with a sequence number the consumer checks (not with splice,"
+      " whose consumer never sees the data). Copy variants copy whole messages on both"
+      " sides; `zc` writes and reads the sequence number in place, as a program that"
+      " builds and parses its messages in the ring would.")
+    w("")
+    problems = [(n, p) for n, p in (("patched", main_p), ("unpatched", base_p),
+                                    ("counting", count_p)) if p.present and p.fails]
+    for name, p in problems:
+        w(f"**{len(p.fails)} failed measurement(s) on the {name} kernel:**")
+        for f_ in p.fails[:10]:
+            w(f"- {' '.join(f_)}")
+        w("")
+
+    targets = []
+    notes = []
+
+    # --- throughput ----------------------------------------------------
+    sizes = main_p.sizes("tput")
+    w("## Throughput")
+    w("")
+    w("MiB/s, median [min–max]. Plots (log-log): " + ", ".join(
+        f"[{c}](throughput-{c}.png)" for c in main_p.conds("tput")) + ".")
+    w("")
+    for cond in main_p.conds("tput"):
+        w(f"### {cond}")
+        w("")
+        w(f"![throughput, {cond}](throughput-{cond}.png)")
+        w("")
+        rows = [[f"`{v}`"] + [cell(main_p.stat("tput", cond, v, s)) for s in sizes]
+                for v in main_p.variants("tput")]
+        w(table(["variant"] + [size_name(s) for s in sizes], rows))
+        w("")
+        w("Ratio to `rw` (medians):")
+        w("")
+        rows = []
+        for v in main_p.variants("tput"):
+            if v == "rw":
+                continue
+            rows.append([f"`{v}`"] + [
+                (fmt(r) + "×") if (r := ratio(main_p.median("tput", cond, v, s),
+                                              main_p.median("tput", cond, "rw", s))) else "–"
+                for s in sizes])
+        w(table(["variant"] + [size_name(s) for s in sizes], rows))
+        w("")
+        rows = []
+        for v in main_p.variants("tput"):
+            r = []
+            for s in sizes:
+                ds = main_p.data["tput"][cond][v][s]
+                if not ds:
+                    r.append("–")
+                    continue
+                mib = [d["amount"] / 1048576 for d in ds]
+                vc = statistics.median([(d["vcsw"][0] + d["vcsw"][1]) / m for d, m in zip(ds, mib)])
+                cpu = statistics.median([(d["cpu"][0] + d["cpu"][1]) / d["secs"] for d in ds])
+                r.append(f"{fmt(vc)} · {cpu * 100:.0f}%")
+            rows.append([f"`{v}`"] + r)
+        w("<details><summary>Sleeps per MiB (voluntary context switches of both"
+          " processes, getrusage) · CPU use of both (100% = one CPU)</summary>")
+        w("")
+        w(table(["variant"] + [size_name(s) for s in sizes], rows))
+        w("")
+        w("</details>")
+        w("")
+
+    # --- latency -------------------------------------------------------
+    if main_p.data["lat"]:
+        w("## Ping-pong latency")
+        w("")
+        w("Round trip of one message each way (like `perf bench sched pipe`), µs, median"
+          " [min–max]; ratio to `rw` in the second table. Plot: [latency.png](latency.png).")
+        w("")
+        w("![latency](latency.png)")
+        w("")
+        cols = [(c, s) for s in main_p.sizes("lat") for c in main_p.conds("lat")]
+        hdr = ["variant"] + [f"{c}, {size_name(s)}" for c, s in cols]
+        w(table(hdr, [[f"`{v}`"] + [cell(main_p.stat("lat", c, v, s)) for c, s in cols]
+                      for v in main_p.variants("lat")]))
+        w("")
+        w(table(hdr, [[f"`{v}`"] + [
+            (fmt(r) + "×") if (r := ratio(main_p.median("lat", c, v, s),
+                                          main_p.median("lat", c, "rw", s))) else "–"
+            for c, s in cols] for v in main_p.variants("lat") if v != "rw"]))
+        w("")
+
+    # --- counts --------------------------------------------------------
+    if counts:
+        cp = counts.phase
+        w("## System calls and wake-ups")
+        w("")
+        w("From the kernel, in a separate boot of the patched kernel under single-threaded"
+          " TCG (live-patching tracepoints is unsafe under multi-threaded TCG), one run of"
+          " each point, with bpftrace (`benchmarks/guest-bench` writes the script) counting"
+          " per process of the pair: `tracepoint:raw_syscalls:sys_enter` (without the"
+          " teardown's close/munmap/exit and the prctl(2) that ends a timed part),"
+          " `tracepoint:sched:sched_wakeup` of either process (any cause), and the ring's own"
+          " `tracepoint:ringbuffer:ringbuffer_wake` and `ringbuffer_wait_begin`"
+          + ("" if counts.have_rbwake else " (**not in this kernel: n/a**)") + "."
+          " Single-threaded TCG runs the two vCPUs in turns, so how often a side finds the"
+          " ring empty or full differs from the timed runs; the counts show the mechanism,"
+          " the timed runs the speed. Plot: [syscalls.png](syscalls.png).")
+        w("")
+        w("![system calls per MiB](syscalls.png)")
+        w("")
+        csizes = cp.sizes("tput")
+        for cond in cp.conds("tput"):
+            w(f"### {cond}: system calls per MiB, both processes")
+            w("")
+            w(table(["variant"] + [size_name(s) for s in csizes],
+                    [[f"`{v}`"] + [fmt(counts.per_unit("tput", cond, v, s, "sys")) for s in csizes]
+                     for v in cp.variants("tput")]))
+            w("")
+            w(f"Wake-ups per MiB, `sched_wakeup` / `ringbuffer_wake` / `ringbuffer_wait_begin`:")
+            w("")
+            w(table(["variant"] + [size_name(s) for s in csizes],
+                    [[f"`{v}`"] + [" / ".join(fmt(counts.per_unit("tput", cond, v, s, k))
+                                              for k in ("wakeup", "rbwake", "rbwait"))
+                                   for s in csizes]
+                     for v in cp.variants("tput")]))
+            w("")
+        if cp.data["lat"]:
+            lsz = cp.sizes("lat")
+            cols = [(c, s) for s in lsz for c in cp.conds("lat")]
+            w("### Ping-pong: system calls / wake-ups per round trip")
+            w("")
+            w(table(["variant"] + [f"{c}, {size_name(s)}" for c, s in cols],
+                    [[f"`{v}`"] + [f"{fmt(counts.per_unit('lat', c, v, s, 'sys'))} / "
+                                   f"{fmt(counts.per_unit('lat', c, v, s, 'wakeup'))}"
+                                   for c, s in cols] for v in cp.variants("lat")]))
+            w("")
+        w("<details><summary>Which system calls, per MiB (pinned)</summary>")
+        w("")
+        for v in cp.variants("tput"):
+            parts = []
+            for s in csizes:
+                b = counts.breakdown("tput", "pinned", v, s)
+                top = ", ".join(f"{k} {fmt(n)}" for k, n in sorted(b.items(), key=lambda x: -x[1])[:4])
+                parts.append(f"{size_name(s)}: {top or 'none'}")
+            w(f"- `{v}`: " + "; ".join(parts))
+        w("")
+        w("</details>")
+        w("")
+
+    # --- regression ----------------------------------------------------
+    if base_p.present:
+        w("## Legacy pipes: patched against unpatched kernel")
+        w("")
+        w("The same legacy rows on the unpatched kernel, booted right after the patched one."
+          " Ratio patched / unpatched of the medians (throughput: above 1 is faster on the"
+          " patched kernel; latency: below 1 is faster). `spsc` never enters the kernel: its"
+          " ratio shows how much the machine itself changed between the two boots.")
+        w("")
+        for kind, unit in (("tput", "MiB/s"), ("lat", "µs")):
+            bvars = [v for v in base_p.variants(kind) if main_p.data[kind]]
+            if not bvars:
+                continue
+            bsizes = base_p.sizes(kind)
+            for cond in base_p.conds(kind):
+                w(f"{'Throughput' if kind == 'tput' else 'Latency'}, {cond}"
+                  f" ({unit}, patched / unpatched = ratio):")
+                w("")
+                rows = []
+                for v in bvars:
+                    r = []
+                    for s in bsizes:
+                        a = main_p.median(kind, cond, v, s)
+                        b = base_p.median(kind, cond, v, s)
+                        r.append(f"{fmt(a)} / {fmt(b)} = **{fmt(ratio(a, b))}**"
+                                 if a is not None and b else "–")
+                    rows.append([f"`{v}`"] + r)
+                w(table(["variant"] + [size_name(s) for s in bsizes], rows))
+                w("")
+
+    # --- targets -------------------------------------------------------
+    def tgt(name, value_text, met, why=None):
+        targets.append((name, value_text, met))
+        if why and met is not True:
+            notes.append((name, why))
+
+    def tr(cond, v, s):
+        return ratio(main_p.median("tput", cond, v, s), main_p.median("tput", cond, "rw", s))
+
+    def bound_text(s, cond="pinned"):
+        b = tr(cond, "spsc", s)
+        return f"the no-kernel `spsc` ring itself reaches {fmt(b)}× `rw` at {size_name(s)}" \
+            if b else ""
+
+    def count_facts(v, s, cond="pinned"):
+        if not counts:
+            return ""
+        sysm = counts.per_unit("tput", cond, v, s, "sys")
+        wake = counts.per_unit("tput", cond, v, s, "wakeup")
+        rsys = counts.per_unit("tput", cond, "rw", s, "sys")
+        if sysm is None:
+            return ""
+        b = counts.breakdown("tput", cond, v, s)
+        top = ", ".join(f"{k} {fmt(n)}" for k, n in sorted(b.items(), key=lambda x: -x[1])[:3])
+        msgs = 1048576 / s
+        return (f"counting pass ({cond}, {size_name(s)}): `{v}` makes {fmt(sysm)} system calls"
+                f" per MiB ({fmt(sysm / msgs)} per message; {top or 'none'}) and {fmt(wake)}"
+                f" wake-ups per MiB, against {fmt(rsys)} system calls per MiB for `rw`")
+
+    def cpu_facts(v, s, cond="pinned"):
+        ds = main_p.data["tput"][cond][v][s]
+        if not ds:
+            return ""
+        cpu = [statistics.median([d["cpu"][i] / d["secs"] for d in ds]) for i in (0, 1)]
+        vc = statistics.median([(d["vcsw"][0] + d["vcsw"][1]) / (d["amount"] / 1048576) for d in ds])
+        return (f"timed runs: producer {cpu[0] * 100:.0f}% and consumer {cpu[1] * 100:.0f}% of a"
+                f" CPU, {fmt(vc)} sleeps per MiB")
+
+    def why_tput(v, s, goal):
+        parts = [p for p in (bound_text(s), count_facts(v, s), cpu_facts(v, s)) if p]
+        b = tr("pinned", "spsc", s)
+        text = "Measured: " + "; ".join(parts) + "."
+        if b is not None and b < goal:
+            text += (f" Even a ring with no kernel and no locks at all stays below {goal}× here,"
+                     " so at this size the cost left is the copying and the cache-line"
+                     " traffic between the two vCPUs, which TCG emulates expensively;"
+                     " only fewer copies (the zero-copy API) or a real CPU can close it.")
+        else:
+            text += (" The ring's own overhead is the gap between it and `spsc`: the side lock"
+                     " (a cmpxchg and a full fence per call on both sides) and, where the count"
+                     " is not ~0, system calls when one side waits. Batching several messages per"
+                     " lock (rb_peek() of everything available; writev-like rb_write of many"
+                     " messages) and a spin that lasts as long as a wake-up costs would close it.")
+        return text
+
+    if main_p.data["tput"]:
+        for s, v, goal, label in ((16, "ring", 20, "16 B ring ≥ 20× read/write"),
+                                  (4096, "ring", 2, "4 KiB ring ≥ 2× read/write"),
+                                  (65536, "ring", 1.5, "64 KiB copy API ≥ 1.5×"),
+                                  (65536, "zc", 3, "64 KiB zero-copy ≥ 3×")):
+            r = tr("pinned", v, s)
+            others = ", ".join(f"`{o}` {fmt(tr('pinned', o, s))}×" for o in ("zc", "shim", "spsc")
+                               if o != v and tr("pinned", o, s) is not None)
+            if r is None:
+                tgt(label, "not measured", None, "This size or variant was not measured"
+                    " (BENCH_QUICK, or no ring buffers in the kernel).")
+                continue
+            tgt(label, f"`{v}` {fmt(r)}× (pinned; unpinned "
+                f"{fmt(tr('unpinned', v, s))}×, busy {fmt(tr('busy', v, s))}×); {others}",
+                r >= goal, why_tput(v, s, goal))
+
+    if counts:
+        worst = []
+        for v in ("ring", "zc"):
+            for s in counts.phase.sizes("tput"):
+                x = counts.per_unit("tput", "pinned", v, s, "sys")
+                if x is not None:
+                    worst.append((x, v, s))
+        if worst:
+            x, v, s = max(worst)
+            met = x < 1
+            text = ", ".join(f"`{vv}` {size_name(ss)} {fmt(xx)}" for xx, vv, ss in sorted(worst, reverse=True)[:4])
+            b = counts.breakdown("tput", "pinned", v, s)
+            top = ", ".join(f"{k} {fmt(n)}" for k, n in sorted(b.items(), key=lambda x: -x[1])[:3])
+            tgt("steady streaming ≈ 0 system calls/MiB",
+                f"highest (pinned, counting pass): {text} per MiB", met,
+                f"Measured: at `{v}` {size_name(s)} the calls are {top} per MiB. Each is a side"
+                " that found the ring empty (consumer) or full (producer), waited, and the"
+                " wake-up its peer then made. The library spins only about a microsecond"
+                " (RB_SPINS 64) before it sleeps, which under TCG is shorter than one message"
+                " takes the other side; a spin bounded by the cost of a sleep and wake-up"
+                " (adaptive, as in rb_wait()'s comment), or a consumer that sleeps until a"
+                " batch is there (ringbuffer_wait()'s min), would bring it to ~0.")
+
+    if main_p.data["lat"]:
+        for v in ("ring", "zc"):
+            r = ratio(main_p.median("lat", "pinned", v, 16), main_p.median("lat", "pinned", "rw", 16))
+            if r is None:
+                continue
+            facts = []
+            b = ratio(main_p.median("lat", "pinned", "spsc", 16), main_p.median("lat", "pinned", "rw", 16))
+            if b is not None:
+                facts.append(f"`spsc` (spinning, no kernel) is at {fmt(b)}× `rw`")
+            if counts:
+                for vv in ("rw", v):
+                    sy = counts.per_unit("lat", "pinned", vv, 16, "sys")
+                    wk = counts.per_unit("lat", "pinned", vv, 16, "wakeup")
+                    if sy is not None:
+                        facts.append(f"`{vv}` makes {fmt(sy)} system calls and {fmt(wk)} wake-ups"
+                                     " per round trip (counting pass)")
+            tgt(f"ping-pong latency ≤ ½ pipe (`{v}`)",
+                f"{fmt(r)}× `rw` at 16 B (pinned; unpinned "
+                f"{fmt(ratio(main_p.median('lat', 'unpinned', v, 16), main_p.median('lat', 'unpinned', 'rw', 16)))}×,"
+                f" busy {fmt(ratio(main_p.median('lat', 'busy', v, 16), main_p.median('lat', 'busy', 'rw', 16)))}×)",
+                r <= 0.5,
+                "Measured: " + "; ".join(facts) + ". A waiting side spins about a microsecond,"
+                " far less than a round trip under TCG, then sleeps in the kernel: each message"
+                " then costs a wake-up system call on the sender and a sleep on the receiver, as"
+                " with a pipe, plus the ring's locks. Spinning for as long as a sleep/wake-up"
+                " costs while the peer is running (measured, adaptive) would approach `spsc`.")
+
+    if base_p.present and main_p.data["tput"]:
+        devs = []
+        for v in ("rw", "splice"):
+            for s in base_p.sizes("tput"):
+                r = ratio(main_p.median("tput", "pinned", v, s), base_p.median("tput", "pinned", v, s))
+                if r is not None:
+                    devs.append((abs(r - 1), r, v, s))
+        if devs:
+            worst = max(devs)
+            med = statistics.median([d[1] for d in devs])
+            ctrl = [ratio(main_p.median("tput", "pinned", "spsc", s),
+                          base_p.median("tput", "pinned", "spsc", s)) for s in base_p.sizes("tput")]
+            ctrl = [c for c in ctrl if c]
+            within = sum(1 for d in devs if d[0] <= 0.03)
+            spreads = []
+            for v in ("rw", "splice"):
+                for s in base_p.sizes("tput"):
+                    st = main_p.stat("tput", "pinned", v, s)
+                    if st and st[0]:
+                        spreads.append((st[2] - st[1]) / st[0])
+            tgt("legacy pipes patched within ±3 % of unpatched",
+                f"median ratio {fmt(med)} over `rw` and `splice` (pinned), {within} of"
+                f" {len(devs)} points within ±3 %, worst `{worst[2]}` {size_name(worst[3])}"
+                f" {fmt(worst[1])}", worst[0] <= 0.03,
+                "Measured: the `spsc` control, which never enters the kernel, moved by"
+                f" {fmt(min(ctrl)) if ctrl else 'n/a'}–{fmt(max(ctrl)) if ctrl else 'n/a'}×"
+                " between the two boots, and the run-to-run spread (max−min)/median of the"
+                f" patched legacy points is {fmt(statistics.median(spreads) * 100) if spreads else 'n/a'} %"
+                " (median): under TCG, on a shared host, a ±3 % bound is within the noise of"
+                " one boot. A legacy pipe that never maps a ring runs the original pipe code"
+                " (a test of pipe_ring() on entry to pipe_read()/pipe_write() and in their wait"
+                " loops); showing"
+                " ±3 % needs a quiet host, more runs, or hardware (KVM, perf stat on the"
+                " instruction counts of pipe_read/pipe_write).")
+
+    if targets:
+        w("## Targets")
+        w("")
+        w("The issue's targets (reported, not asserted), on the pinned condition unless said.")
+        w("")
+        w(table(["target", "measured", "met?"],
+                [[n, t, "**met**" if m is True else "not measured" if m is None else "**missed**"]
+                 for n, t, m in targets]))
+        w("")
+        for n, why in notes:
+            w(f"- **{n}**: {why}")
+        w("")
+
+    skips = sorted({f"{v}: {r}" for p in (main_p, base_p) for v, r in p.skips})
+    if skips:
+        w("## Skipped")
+        w("")
+        for s in skips:
+            w(f"- {s}")
+        w("")
+    w("Raw data: `benchmarks/out/results/` after a run (not committed): `main.tsv`,"
+      " `base.tsv`, `count.tsv`, `count-trace.txt`, `host.tsv`.")
+    with open(os.path.join(benchdir, "RESULTS.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main()
