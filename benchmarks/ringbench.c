@@ -11,16 +11,19 @@
  *   ring    libringbuffer's copy API, rb_write()/rb_read(), on a ring pipe
  *   zc      its zero-copy API, rb_reserve()/rb_commit() and
  *           rb_peek()/rb_consume(), on a ring pipe
+ *   zcb     the same, batched: each span holds as many messages as there
+ *           is space (producer) or data (consumer) for, up to 64 KiB
+ *           (throughput only)
  *   shim    the rw code run under `ringpipe -f all` (the LD_PRELOAD shim)
  *   spsc    a ring in shared anonymous memory with no kernel at all,
  *           spinning then yielding while empty or full: the upper bound
  *
- * Every message starts with its 64-bit sequence number, which the
- * consumer checks (except for splice, whose consumer never sees the data):
- * a lost, repeated or reordered message fails the run.  The copy variants
- * copy the whole message on both sides; the zero-copy ones write and read
- * the sequence number in place, as a program building and parsing its
- * messages in the ring would.
+ * Every message starts with its 64-bit sequence number, followed by a
+ * payload that the producer builds (memset) and the consumer reads whole
+ * (a sum of its words), checking both (except for splice, whose consumer
+ * never sees the data): a lost, repeated, reordered or torn message fails
+ * the run.  The copy variants build and read in their own buffer and copy
+ * on top; the zero-copy one builds and reads in the ring itself.
  *
  * Conditions: "pinned" (producer on CPU 0, consumer on CPU 1), "unpinned"
  * (the scheduler decides) and "busy" (pinned, plus a third process
@@ -77,9 +80,9 @@
 #define MAX_MSG		(1U << 20)
 #define RING_SYSCALL	463	/* ringbuffer(2) in the series */
 
-enum variant { V_RW, V_SPLICE, V_RING, V_ZC, V_SHIM, V_SPSC, NR_VARIANTS };
+enum variant { V_RW, V_SPLICE, V_RING, V_ZC, V_ZCB, V_SHIM, V_SPSC, NR_VARIANTS };
 static const char *const variant_names[NR_VARIANTS] = {
-	"rw", "splice", "ring", "zc", "shim", "spsc",
+	"rw", "splice", "ring", "zc", "zcb", "shim", "spsc",
 };
 
 enum cond { C_PINNED, C_UNPINNED, C_BUSY, NR_CONDS };
@@ -163,6 +166,33 @@ static int fail(const char *fmt, ...)
 	return -1;
 }
 
+/*
+ * A message: its sequence number, then the payload, every byte of which
+ * is the number's low byte.  Producers build all of it and consumers read
+ * all of it, in their own buffer or, zero-copy, in the ring: the copy
+ * variants pay for their copies on top, as a real program would.
+ */
+typedef uint64_t __attribute__((may_alias)) msg_word;
+
+static void msg_build(void *msg, size_t size, uint64_t seq)
+{
+	memcpy(msg, &seq, sizeof(seq));
+	memset((char *)msg + sizeof(seq), (uint8_t)seq, size - sizeof(seq));
+}
+
+/* The sequence number into @seq; whether the payload is whole. */
+static bool msg_parse(const void *msg, size_t size, uint64_t *seq)
+{
+	const msg_word *w = msg;
+	size_t words = size / sizeof(*w) - 1;
+	uint64_t sum = 0;
+
+	memcpy(seq, msg, sizeof(*seq));
+	for (size_t i = 1; i <= words; i++)
+		sum += w[i];
+	return sum == words * (0x0101010101010101ULL * (uint8_t)*seq);
+}
+
 static bool is_pipe_variant(enum variant v)
 {
 	return v != V_SPSC;
@@ -170,7 +200,7 @@ static bool is_pipe_variant(enum variant v)
 
 static bool is_ring_variant(enum variant v)
 {
-	return v == V_RING || v == V_ZC;
+	return v == V_RING || v == V_ZC || v == V_ZCB;
 }
 
 /* Before fork: the pipe or the shared ring. */
@@ -284,13 +314,45 @@ static int send_zc(struct chan *c, uint64_t seq)
 		void *p = rb_reserve(c->ring, c->size);
 
 		if (p) {
-			memcpy(p, &seq, sizeof(seq));
+			msg_build(p, c->size, seq);
 			return rb_commit(c->ring, c->size) ? fail("rb_commit") : 0;
 		}
 		if (errno != EAGAIN)
 			return fail("rb_reserve");
 		if (rb_wait(c->ring, c->size, -1) < 0 && errno != EINTR)
 			return fail("rb_wait (space)");
+	}
+}
+
+/* The largest batch: 64 KiB of whole messages, at least one. */
+static size_t batch_msgs(const struct chan *c)
+{
+	return c->size < 65536 ? 65536 / c->size : 1;
+}
+
+/* Messages @seq... in one span: as many as fit now, up to a batch. */
+static long send_zcb(struct chan *c, uint64_t seq)
+{
+	for (;;) {
+		long space = rb_wait(c->ring, c->size, -1);
+		size_t n;
+		uint8_t *p;
+
+		if (space < 0 && errno == EINTR)
+			continue;
+		if (space < 0)
+			return fail("rb_wait (space)");
+		n = (size_t)space / c->size;
+		if (n > batch_msgs(c))
+			n = batch_msgs(c);
+		p = rb_reserve(c->ring, n * c->size);
+		if (!p && errno == EAGAIN)
+			continue;	/* another producer took it */
+		if (!p)
+			return fail("rb_reserve");
+		for (size_t i = 0; i < n; i++)
+			msg_build(p + i * c->size, c->size, seq + i);
+		return rb_commit(c->ring, n * c->size) ? fail("rb_commit") : (long)n;
 	}
 }
 
@@ -331,9 +393,9 @@ static int send_spsc(struct chan *c)
 
 static int chan_send(struct chan *c, uint64_t seq)
 {
-	if (c->v == V_ZC)
+	if (c->v == V_ZC || c->v == V_ZCB)
 		return send_zc(c, seq);
-	memcpy(c->buf, &seq, sizeof(seq));
+	msg_build(c->buf, c->size, seq);
 	switch (c->v) {
 	case V_RW:
 	case V_SHIM:
@@ -359,6 +421,12 @@ static int got_bytes(struct chan *c, size_t got, const char *what)
 	errno = 0;
 	return fail("%s: end of file inside a message (%zu of %zu bytes)",
 		    what, got, c->size);
+}
+
+static int torn(const uint64_t *seq)
+{
+	errno = 0;
+	return fail("message %llu: payload damaged", (unsigned long long)*seq);
 }
 
 static int recv_rw(struct chan *c)
@@ -412,11 +480,59 @@ static int recv_zc(struct chan *c, uint64_t *seq)
 		long have;
 
 		if (p && len == c->size) {
-			memcpy(seq, p, sizeof(*seq));
-			return rb_consume(c->ring, c->size) ? fail("rb_consume") : 1;
+			bool whole = msg_parse(p, c->size, seq);
+
+			if (rb_consume(c->ring, c->size))
+				return fail("rb_consume");
+			return whole ? 1 : torn(seq);
 		}
 		if (p) {
 			/* Part of a message: give nothing back, wait for all. */
+			if (rb_consume(c->ring, 0))
+				return fail("rb_consume");
+		} else if (!errno) {
+			return 0;
+		} else if (errno != EAGAIN) {
+			return fail("rb_peek");
+		}
+		have = rb_wait(c->ring, c->size, -1);
+		if (have < 0 && errno == EINTR)
+			continue;
+		if (have < 0)
+			return fail("rb_wait (data)");
+		if ((size_t)have < c->size)
+			return got_bytes(c, have, "rb_wait");
+	}
+}
+
+/*
+ * All messages there are, up to a batch, in one span, checking that they
+ * are @expect...: how many, 0 at end of file, -1 on error.
+ */
+static long recv_zcb(struct chan *c, uint64_t expect)
+{
+	for (;;) {
+		size_t len, n;
+		const uint8_t *p = rb_peek(c->ring, batch_msgs(c) * c->size, &len);
+		long have;
+
+		n = len / c->size;
+		if (p && n) {
+			for (size_t i = 0; i < n; i++) {
+				uint64_t seq;
+
+				if (!msg_parse(p + i * c->size, c->size, &seq))
+					return torn(&seq);
+				if (seq != expect + i) {
+					errno = 0;
+					return fail("message %llu has sequence number %llu",
+						    (unsigned long long)(expect + i),
+						    (unsigned long long)seq);
+				}
+			}
+			return rb_consume(c->ring, n * c->size) ? fail("rb_consume") : (long)n;
+		}
+		if (p) {
 			if (rb_consume(c->ring, 0))
 				return fail("rb_consume");
 		} else if (!errno) {
@@ -467,6 +583,7 @@ static int chan_recv(struct chan *c, uint64_t *seq)
 
 	switch (c->v) {
 	case V_ZC:
+	case V_ZCB:
 		return recv_zc(c, seq);
 	case V_SPLICE:
 		/* The data went to /dev/null unseen. */
@@ -484,8 +601,8 @@ static int chan_recv(struct chan *c, uint64_t *seq)
 	default:
 		return -1;
 	}
-	if (ret == 1)
-		memcpy(seq, c->buf, sizeof(*seq));
+	if (ret == 1 && !msg_parse(c->buf, c->size, seq))
+		return torn(seq);
 	return ret;
 }
 
@@ -615,7 +732,7 @@ static void child_exit(struct side_result *res, int status)
 static void producer(struct shared *sh, struct chan *c, const struct measurement *m)
 {
 	struct side_result *res = &sh->side[0];
-	uint64_t mask = clock_mask(m->size), seq;
+	uint64_t mask = clock_mask(m->size), seq = 1, since_clock = 0;
 	struct usage_mark u;
 
 	if ((m->cond != C_UNPINNED && pin_to(0)) || chan_open(c, RB_WRITE) ||
@@ -624,17 +741,24 @@ static void producer(struct shared *sh, struct chan *c, const struct measurement
 	wait_for_go(sh);
 	usage_begin(&u);
 	set_name(m, 0);
-	for (seq = 1;; seq++) {
-		if (chan_send(c, seq))
+	for (;;) {
+		long sent = c->v == V_ZCB ? send_zcb(c, seq) : chan_send(c, seq) ? -1 : 1;
+
+		if (sent < 0)
 			child_exit(res, 1);
-		if (!(seq & mask) && now() >= sh->deadline)
-			break;
+		seq += sent;
+		since_clock += sent;
+		if (since_clock > mask) {
+			since_clock = 0;
+			if (now() >= sh->deadline)
+				break;
+		}
 	}
 	chan_finish(c);
 	res->t_end = now();
 	set_name(m, -1);
 	usage_end(&u, res);
-	res->msgs = seq;
+	res->msgs = seq - 1;
 	child_exit(res, 0);
 }
 
@@ -655,7 +779,16 @@ static void consumer(struct shared *sh, struct chan *c, const struct measurement
 	wait_for_go(sh);
 	usage_begin(&u);
 	set_name(m, 1);
-	while ((ret = chan_recv(c, &seq)) == 1) {
+	if (c->v == V_ZCB) {
+		long got;
+
+		while ((got = recv_zcb(c, expect)) > 0)
+			expect += got;
+		ret = got < 0 ? -1 : 0;
+		if (ret)
+			child_exit(res, 1);
+	}
+	while (c->v != V_ZCB && (ret = chan_recv(c, &seq)) == 1) {
 		if (c->v != V_SPLICE && seq != expect) {
 			errno = 0;
 			fail("message %llu has sequence number %llu",
@@ -1017,6 +1150,8 @@ static const char *unavailable(enum variant v, bool latency)
 {
 	if (latency && v == V_SPLICE)
 		return "no ping-pong: the consumer splices to /dev/null";
+	if (latency && v == V_ZCB)
+		return "no ping-pong: one message in flight leaves nothing to batch";
 	if (is_ring_variant(v) && !library_maps_rings())
 		return "this kernel has no ring buffers (ringbuffer(2) is ENOSYS)";
 	if (v == V_SHIM) {
@@ -1061,8 +1196,8 @@ static int parse_sizes(const char *arg, size_t *sizes, int max)
 
 		if (*end == 'K' || *end == 'k')
 			v <<= 10, end++;
-		if (*end || v < 8 || v > MAX_MSG || n == max) {
-			fprintf(stderr, "ringbench: bad size '%s' (8 B to 1 MiB)\n", tok);
+		if (*end || v < 16 || v > MAX_MSG || v % 8 || n == max) {
+			fprintf(stderr, "ringbench: bad size '%s' (16 B to 1 MiB, a multiple of 8)\n", tok);
 			n = -1;
 			break;
 		}
@@ -1081,7 +1216,7 @@ static int usage(int status)
 "                       [--lat-variants LIST] [--lat-sizes LIST]\n"
 "                       [--runs N] [--first-id N] [common]\n"
 "common: [--time SECONDS] [--pipe-size BYTES] [--ringpipe PATH]\n"
-"variants: rw splice ring zc shim spsc; conditions: pinned unpinned busy\n"
+"variants: rw splice ring zc zcb shim spsc; conditions: pinned unpinned busy\n"
 "sizes in bytes, K for KiB: 16,64,256,1K,4K,16K,64K\n");
 	return status;
 }
