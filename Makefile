@@ -36,11 +36,12 @@ LIB_VERSION := 0.1.0
 MANPAGES := $(wildcard userspace/man/*.[123])
 
 .PHONY: help deps tree patches kernel kernel-debug headers selftests check \
-	demo checkpatch clean userspace test-userspace install uninstall
+	demo bench checkpatch clean userspace test-userspace install uninstall
 
 help:
 	@echo "make demo          build, boot the ring-buffer kernel and show it at work"
 	@echo "make check         all tests (debug kernel in a VM); ends with 'N passed, N failed'"
+	@echo "make bench         the benchmarks, patched and unpatched kernel: benchmarks/RESULTS.md"
 	@echo "make deps          install the Debian packages the project needs"
 	@echo "make tree          set up the kernel tree ($(RINGPIPE_CACHE)/linux-*) from kernel-patches/"
 	@echo "make patches       write the kernel tree's commits back to kernel-patches/"
@@ -137,6 +138,9 @@ check: deps selftests userspace
 
 demo: deps userspace
 	@ci/demo
+
+bench: deps userspace
+	@benchmarks/run
 
 # checkpatch's SPDX check needs Debian's python3 (python3-ply, python3-git).
 checkpatch: tree
