@@ -23,7 +23,7 @@
 
 #define RING_SIZE	65536
 #define DEATH_SEED	0xdea7ULL
-#define KILL_ROUNDS	60		/* per side */
+#define KILL_ROUNDS	40		/* per side */
 #define SURVIVOR_ID	99
 #define NR_RINGBUFFER_WAIT 464		/* __NR_ringbuffer_wait on x86-64 and others */
 
@@ -530,7 +530,7 @@ TEST_F_TIMEOUT(death, readers_killed_at_seeded_points, 200)
 #define LOAD_WRITERS	48		/* ids: 0, 1 steady; 2... victims */
 #define LOAD_SEQS	65536
 #define STEADY_RECORDS	LOAD_SEQS	/* at most; they stop when told */
-#define LOAD_VICTIMS	24
+#define LOAD_VICTIMS	16
 
 enum { REC_NONE, REC_IN_FLIGHT, REC_SEEN };
 

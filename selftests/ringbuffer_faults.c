@@ -23,7 +23,7 @@
 
 #define RING_SIZE	65536
 #define FAULT_SEED	0xfa017ULL
-#define RANDOM_ROUNDS	150
+#define RANDOM_ROUNDS	100
 #define DBG		"/sys/kernel/debug/"
 
 static const char *const knobs[] = {

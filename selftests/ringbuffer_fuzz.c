@@ -31,8 +31,8 @@
 #include "kselftest_harness.h"
 
 #define FUZZ_SEED	0x5eed0f1bULL
-#define FUZZ_CALLS	2500
-#define NOBODY_CALLS	600
+#define FUZZ_CALLS	1500
+#define NOBODY_CALLS	400
 #define MAX_MAPS	24
 #define CREATE_CAP	(1U << 20)	/* root creates rings of at most this */
 #define WAIT_CUT_MS	10		/* a blocking wait is interrupted after */

@@ -22,11 +22,11 @@
 #include "kselftest_harness.h"
 
 #define RING_SIZE	65536
-#define SCRIBBLES	3000		/* hostile stores per run */
-#define PEER_OPS	300		/* operations of each legacy or ring peer */
+#define SCRIBBLES	2000		/* hostile stores per run */
+#define PEER_OPS	200		/* operations of each legacy or ring peer */
 #define OP_CUT_MS	20		/* a blocked legacy call is interrupted after */
 #define CONTROL_PIPES	3
-#define CONTROL_BYTES	(192 * 1024)
+#define CONTROL_BYTES	(128 * 1024)
 #define HOSTILE_SEED	0x40571e5ULL
 
 struct hostile_pipe {

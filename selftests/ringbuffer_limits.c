@@ -19,8 +19,8 @@
 
 #define RING_SIZE	65536
 #define RING_PAGES	(RING_SIZE / 4096)
-#define MANY_RINGS	2000		/* one-page rings, to the soft limit */
-#define BIG_RINGS	200		/* 64 KiB rings, to the hard limit */
+#define MANY_RINGS	1000		/* one-page rings, to the soft limit */
+#define BIG_RINGS	100		/* 64 KiB rings, to the hard limit */
 
 struct saved_limits {
 	long soft, hard, max_size, force, file_max, map_count;
