@@ -284,6 +284,24 @@ static inline bool task_asleep_in(pid_t pid, const char *wchan, long nr,
 	return false;
 }
 
+/*
+ * Whether the number of live rings (debugfs) is back to @n within @secs,
+ * as it must be once a test's rings are unmapped and their files closed.
+ * The count is global: under the soak (RB_SOAK set) other processes make
+ * and free rings meanwhile, and it says nothing.
+ */
+static inline bool rings_back_to(long n, double secs)
+{
+	double end = rb_now() + secs;
+
+	if (getenv("RB_SOAK"))
+		return true;
+	while (rb_live_rings() != n)
+		if (rb_now() > end)
+			return false;
+	return true;
+}
+
 /* Fixed-size records framed as in userspace/tests/shim_util.h. */
 #define REC_MIN		16
 

@@ -225,7 +225,7 @@ static void sweep_ringbuffer(struct __test_metadata *_metadata,
 		if (!ring)
 			EXPECT_EQ(0, convert_pipe(v.rd, RINGBUFFER_READ, RING_SIZE));
 		victim_close(&v);
-		ASSERT_EQ(self->live_before, rb_live_rings()) TH_LOG("allocation %u", n);
+		ASSERT_TRUE(rings_back_to(self->live_before, 0)) TH_LOG("allocation %u", n);
 		if (!injected)
 			return;
 	}
@@ -291,7 +291,7 @@ TEST_F_TIMEOUT(faults, ringbuffer_on_test_device, 300)
 			EXPECT_EQ(-1, rbtest_check(buf, 0, sizeof(buf)));
 		}
 		close(dev);
-		ASSERT_EQ(self->live_before, rb_live_rings());
+		ASSERT_TRUE(rings_back_to(self->live_before, 0));
 		if (!injected) {
 			ASSERT_EQ(0, ret);
 			s.points = n - 1;
@@ -338,7 +338,7 @@ TEST_F_TIMEOUT(faults, creation_in_forced_mode, 300)
 		if (!in_ring_mode(fds[0], RINGBUFFER_READ))
 			EXPECT_EQ(0, convert_pipe(fds[1], RINGBUFFER_WRITE, RING_SIZE));
 		victim_close(&v);
-		ASSERT_EQ(self->live_before, rb_live_rings());
+		ASSERT_TRUE(rings_back_to(self->live_before, 0));
 		if (!injected) {
 			pipes.points = n - 1;
 			break;
@@ -371,7 +371,7 @@ TEST_F_TIMEOUT(faults, creation_in_forced_mode, 300)
 		ASSERT_EQ(6, write(v.wr, " bytes", 6));
 		EXPECT_EQ(0, victim_check(&v)) TH_LOG("allocation %u", n);
 		victim_close(&v);
-		ASSERT_EQ(self->live_before, rb_live_rings());
+		ASSERT_TRUE(rings_back_to(self->live_before, 0));
 		if (!injected) {
 			fifos.points = n - 1;
 			break;
@@ -582,7 +582,7 @@ TEST_F_TIMEOUT(faults, random_failures_task_filter, 300)
 		}
 		EXPECT_EQ(0, victim_check(&v)) TH_LOG("round %u", i);
 		victim_close(&v);
-		ASSERT_EQ(self->live_before, rb_live_rings());
+		ASSERT_TRUE(rings_back_to(self->live_before, 0));
 	}
 	close(mif);
 	printf("# seed %#llx: %u rounds of ringbuffer(2) with every k-th allocation "

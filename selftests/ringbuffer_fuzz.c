@@ -1120,17 +1120,6 @@ FIXTURE_TEARDOWN(fuzzer)
 {
 }
 
-/* Wait for the rings of dead processes and closed files to be freed. */
-static bool rings_back_to(long n)
-{
-	double end = rb_now() + 20;
-
-	while (rb_live_rings() != n)
-		if (rb_now() > end)
-			return false;
-	return true;
-}
-
 static unsigned long fuzz_in_child(uint64_t seed, unsigned long calls, bool nobody)
 {
 	pid_t pid;
@@ -1145,7 +1134,7 @@ static unsigned long fuzz_in_child(uint64_t seed, unsigned long calls, bool nobo
 TEST_F_TIMEOUT(fuzzer, as_root, 400)
 {
 	EXPECT_EQ(0, fuzz_in_child(rel_seed(FUZZ_SEED), rel_scale(FUZZ_CALLS), false));
-	EXPECT_TRUE(rings_back_to(self->live_before))
+	EXPECT_TRUE(rings_back_to(self->live_before, 20))
 		TH_LOG("%ld rings left, %ld before", rb_live_rings(), self->live_before);
 }
 
@@ -1153,7 +1142,7 @@ TEST_F_TIMEOUT(fuzzer, as_nobody, 400)
 {
 	EXPECT_EQ(0, fuzz_in_child(rel_seed(FUZZ_SEED + 1), rel_scale(NOBODY_CALLS),
 				   true));
-	EXPECT_TRUE(rings_back_to(self->live_before))
+	EXPECT_TRUE(rings_back_to(self->live_before, 20))
 		TH_LOG("%ld rings left, %ld before", rb_live_rings(), self->live_before);
 }
 

@@ -153,16 +153,6 @@ static int rings_as_nobody(int expect, bool small)
 	return 0;
 }
 
-static bool rings_back_to(long n)
-{
-	double end = rb_now() + 30;
-
-	while (rb_live_rings() != n)
-		if (rb_now() > end)
-			return false;
-	return true;
-}
-
 /*
  * pipe-user-pages-soft at N + 1 pages, one-page rings: with k rings
  * alive, a new pipe gets its minimum of buffers (the soft limit), is
@@ -186,7 +176,7 @@ TEST_F_TIMEOUT(limits, thousands_of_rings_until_soft_limit, 400)
 		_exit(rings_as_nobody(n, true));
 	}
 	EXPECT_EQ(0, child_result(pid, 380));
-	EXPECT_TRUE(rings_back_to(self->live_before));
+	EXPECT_TRUE(rings_back_to(self->live_before, 30));
 }
 
 /*
@@ -206,7 +196,7 @@ TEST_F_TIMEOUT(limits, rings_until_hard_limit, 200)
 	if (pid == 0)
 		_exit(rings_as_nobody(n, false));
 	EXPECT_EQ(0, child_result(pid, 180));
-	EXPECT_TRUE(rings_back_to(self->live_before));
+	EXPECT_TRUE(rings_back_to(self->live_before, 30));
 }
 
 /* What ringbuffer(2) gives nobody, as an errno (0 for success). */
