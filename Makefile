@@ -36,12 +36,13 @@ LIB_VERSION := 0.1.0
 MANPAGES := $(wildcard userspace/man/*.[123])
 
 .PHONY: help deps tree patches kernel kernel-debug headers selftests check \
-	demo bench checkpatch clean userspace test-userspace install uninstall
+	demo bench soak checkpatch clean userspace test-userspace install uninstall
 
 help:
 	@echo "make demo          build, boot the ring-buffer kernel and show it at work"
 	@echo "make check         all tests (debug kernel in a VM); ends with 'N passed, N failed'"
 	@echo "make bench         the benchmarks, patched and unpatched kernel: benchmarks/RESULTS.md"
+	@echo "make soak          ten minutes of mixed traffic, stressors and kills (debug kernel)"
 	@echo "make deps          install the Debian packages the project needs"
 	@echo "make tree          set up the kernel tree ($(RINGPIPE_CACHE)/linux-*) from kernel-patches/"
 	@echo "make patches       write the kernel tree's commits back to kernel-patches/"
@@ -141,6 +142,12 @@ demo: deps userspace
 
 bench: deps userspace
 	@benchmarks/run
+
+# Not part of make check: ten minutes (SOAK_SECONDS) in forced ring mode.
+SOAK_SECONDS ?= 600
+soak: deps selftests userspace
+	@ci/vm-run --debug --timeout $$(($(SOAK_SECONDS) + 600)) -- \
+		selftests/soak.sh $(SOAK_SECONDS)
 
 # checkpatch's SPDX check needs Debian's python3 (python3-ply, python3-git).
 checkpatch: tree
