@@ -1113,6 +1113,19 @@ static bool kernel_has_rings(void)
 	return syscall(RING_SYSCALL, -1, 0, 4096, &addr, 0) < 0 && errno == EBADF;
 }
 
+/*
+ * What ringbuffer(2) says to a bad fd: EBADF where it exists, ENOSYS on a
+ * kernel without it.  (fd -1 is harmless whatever the number means.)
+ */
+static const char *ring_syscall_probe(void)
+{
+	uint64_t addr = 0;
+
+	if (syscall(RING_SYSCALL, -1, 0, 4096, &addr, 0) == 0)
+		return "0";
+	return errno == ENOSYS ? "ENOSYS" : errno == EBADF ? "EBADF" : strerror(errno);
+}
+
 /* Whether libringbuffer maps a pipe's ring here. */
 static bool library_maps_rings(void)
 {
@@ -1139,6 +1152,7 @@ static void print_info(void)
 	printf("info\tkernel\t%s %s\n", u.release, u.version);
 	printf("info\tcpus\t%ld\n", sysconf(_SC_NPROCESSORS_ONLN));
 	printf("info\trings\t%s\n", rings ? "yes" : "no");
+	printf("info\tringbuffer_syscall\t%s\n", ring_syscall_probe());
 	printf("info\tlibrary_maps_rings\t%s\n", library_maps_rings() ? "yes" : "no");
 	printf("info\tpipe_size\t%u\n", cfg.pipe_size);
 	printf("info\tseconds_per_run\t%g\n", cfg.seconds);
@@ -1152,8 +1166,13 @@ static const char *unavailable(enum variant v, bool latency)
 		return "no ping-pong: the consumer splices to /dev/null";
 	if (latency && v == V_ZCB)
 		return "no ping-pong: one message in flight leaves nothing to batch";
-	if (is_ring_variant(v) && !library_maps_rings())
-		return "this kernel has no ring buffers (ringbuffer(2) is ENOSYS)";
+	static char why[96];
+
+	if (is_ring_variant(v) && !library_maps_rings()) {
+		snprintf(why, sizeof(why), "no ring for a pipe here (ringbuffer(2) answers %s)",
+			 ring_syscall_probe());
+		return why;
+	}
 	if (v == V_SHIM) {
 		if (!kernel_has_rings())
 			return "this kernel has no ring buffers: the shim would do nothing";
