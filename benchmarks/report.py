@@ -716,6 +716,20 @@ def main():
                 " ±3 % needs a quiet host, more runs, or hardware (KVM, perf stat on the"
                 " instruction counts of pipe_read/pipe_write).")
 
+    fio_md = os.path.join(outdir, "fio", "results.md")
+    if os.path.exists(fio_md):
+        w("## fio through a pipe")
+        w("")
+        w("fio's own report for the jobs in [fio/](fio/README.md): fio's I/O goes through a"
+          " pipe to or from a peer process, both ends on the pipe's ring (`ring`,"
+          " libringbuffer's copy API) or on read(2)/write(2) (`plain`), 1 MiB of pipe or"
+          " ring, patched release kernel, one job after the other in one boot"
+          f" ({host.get('seconds_fio', '?')} s with the boot).")
+        w("")
+        with open(fio_md) as f:
+            w(f.read().rstrip("\n"))
+        w("")
+
     if targets:
         w("## Targets")
         w("")
@@ -737,7 +751,8 @@ def main():
             w(f"- {s}")
         w("")
     w("Raw data: `benchmarks/out/results/` after a run (not committed): `main.tsv`,"
-      " `base.tsv`, `count.tsv`, `count-trace.txt`, `host.tsv`.")
+      " `base.tsv`, `count.tsv`, `count-trace.txt`, `host.tsv`, and fio's JSON reports"
+      " in `fio/`.")
     with open(os.path.join(benchdir, "RESULTS.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 
