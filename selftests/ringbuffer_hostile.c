@@ -595,7 +595,7 @@ static int blocked_call_gets_eio(struct __test_metadata *_metadata,
 	}
 	EXPECT_TRUE(task_asleep_in(pid, NULL, reader ? 0 : 1, 30));
 	/* Asleep interruptibly (it may be between two looks at the holder). */
-		EXPECT_NE('D', task_state(pid));
+	EXPECT_NE('D', task_state(pid));
 	/* Head behind tail, then the wake-up the attacker owes. */
 	atomic_store(p->w.head, atomic_load(p->r.tail) - 1);
 	sys_ringbuffer_wakeup(reader ? p->wr : p->rd, reader ? RINGBUFFER_WRITE :
@@ -718,10 +718,10 @@ TEST_F_TIMEOUT(hostile, lock_holder_gets_edeadlk, 60)
  * Legacy writers queue behind a lock word held from user space: the
  * first holds the kernel's side mutex and waits for the word (wchan
  * rb_wait_lock), the next ones wait for the mutex (wchan ringbuffer_lock:
- * the mutex code is scheduler text, which wchan skips).  A signal to one waiting for the mutex must end only
- * its own wait: the mutex stays the first writer's, so a later writer
- * still queues for the mutex, and when the word is free the writes go
- * in one after the other.
+ * the mutex code is scheduler text, which wchan skips).  A signal to
+ * one waiting for the mutex must end only its own wait: the mutex stays
+ * the first writer's, so a later writer still queues for the mutex, and
+ * when the word is free the writes go in one after the other.
  */
 static pid_t queued_writer(struct hostile_pipe *p, char c, bool handler)
 {
