@@ -381,7 +381,7 @@ static struct object *obj_of(struct fuzz *f, const struct target *t,
 
 /*
  * The address argument of ringbuffer(): what it points to decides
- * EFAULT (unreadable, or unwritable: the mapping is then undone) and
+ * EFAULT (unreadable or unwritable, found before any ring is made) and
  * EINVAL (not zero).
  */
 enum addr_kind { A_OK, A_MISALIGNED, A_NONZERO, A_NULL, A_GONE, A_RO,
@@ -498,7 +498,7 @@ static void keep_mapping(struct fuzz *f, uint64_t addr, unsigned int rw,
 static void fuzz_ringbuffer(struct fuzz *f)
 {
 	unsigned int rw;
-	bool careful, creates, late_efault = false;
+	bool careful, creates;
 	struct target *t = pick_target(f, &rw, &careful);
 	unsigned int flags = careful ? 0 : pick_flags(f, 0);
 	enum addr_kind a = careful ? A_OK : rng_below(&f->rng, NR_ADDR);
@@ -552,11 +552,9 @@ static void fuzz_ringbuffer(struct fuzz *f)
 	    (size > (t->pipe_like ? 65536U : 4096U) ? size :
 	     (t->pipe_like ? 65536U : 4096U)) > (unsigned long)f->max_size)
 		allowed |= E(EPERM);
-	/* The address is stored last: the ring is made, the mapping undone. */
-	if (!allowed && a == A_RO) {
+	/* An unwritable address fails before the file makes a ring. */
+	if (a == A_RO)
 		allowed |= E(EFAULT);
-		late_efault = true;
-	}
 
 	errno = 0;
 	ret = sys_ringbuffer(t->fd, rw, size, addrp, flags);
@@ -579,9 +577,6 @@ static void fuzz_ringbuffer(struct fuzz *f)
 		report_bad(f, "ringbuffer(%s, %u, %u, addr kind %d, %#x) = %s, "
 			   "allowed %s", kind_name[t->kind], rw, size, a, flags,
 			   strerror(err), set_names(allowed));
-	/* The ring was made before the address turned out unwritable. */
-	if (late_efault && err == EFAULT && o)
-		o->has_ring = true;
 }
 
 enum ts_kind { T_NULL, T_ZERO, T_NS, T_MS, T_HUGE, T_NEG_SEC, T_NEG_NS,
