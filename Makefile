@@ -35,7 +35,7 @@ PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 LIB_VERSION := 0.1.0
 MANPAGES := $(wildcard userspace/man/*.[123])
 
-.PHONY: help deps tree patches kernel kernel-debug headers selftests check \
+.PHONY: help deps tree patches kernel kernel-debug headers selftests check cross-build \
 	demo bench soak checkpatch clean userspace test-userspace install uninstall
 
 help:
@@ -53,6 +53,7 @@ help:
 	@echo "make install       install them (PREFIX=$(PREFIX), DESTDIR=...)"
 	@echo "make test-userspace  run the library tests on the host under ASan/UBSan"
 	@echo "make checkpatch    run checkpatch.pl --strict on every patch of the series"
+	@echo "make cross-build   compile the ring code and syscall tables for arm64"
 
 deps:
 	@ci/deps
@@ -155,6 +156,9 @@ checkpatch: tree
 		case $$p in */0000-cover-letter.patch) continue ;; esac; \
 		PATH=/usr/bin:$$PATH scripts/checkpatch.pl --strict --quiet "$$p" || exit 1; \
 	done && echo "checkpatch: all patches clean"
+
+cross-build: deps
+	@ci/cross-build
 
 install: userspace
 	@echo "  INSTALL $(DESTDIR)$(PREFIX)"
