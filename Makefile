@@ -13,7 +13,7 @@ CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 # header, and its setjmp-based bail-out trips -Wclobbered.
 SELFTEST_CFLAGS := $(CFLAGS_COMMON) -Wno-clobbered
 
-SELFTESTS := ringbuffer_errors ringbuffer_mmap ringbuffer_device ringbuffer_pipe ringbuffer_fuzz ringbuffer_hostile ringbuffer_privsep ringbuffer_faults ringbuffer_limits ringbuffer_death
+SELFTESTS := ringbuffer_errors ringbuffer_mmap ringbuffer_device ringbuffer_pipe ringbuffer_pipe_compat ringbuffer_splice_matrix ringbuffer_fuzz ringbuffer_hostile ringbuffer_privsep ringbuffer_faults ringbuffer_limits ringbuffer_death
 SELFTEST_BINS := $(addprefix selftests/out/,$(SELFTESTS))
 
 LIB_SRC := userspace/libringbuffer.c
