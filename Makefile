@@ -16,9 +16,22 @@ SELFTEST_CFLAGS := $(CFLAGS_COMMON) -Wno-clobbered
 SELFTESTS := ringbuffer_errors ringbuffer_mmap ringbuffer_device ringbuffer_pipe ringbuffer_pipe_compat ringbuffer_splice_matrix ringbuffer_fuzz ringbuffer_hostile ringbuffer_privsep ringbuffer_faults ringbuffer_limits ringbuffer_death
 SELFTEST_BINS := $(addprefix selftests/out/,$(SELFTESTS))
 
+# User space needs a C compiler and libc, nothing else: the uapi header is
+# copied in userspace/include (make check compares it with the series)
+# and the system call numbers are in userspace/include/ringbuffer-syscalls.h.
+# CC, CPPFLAGS, CFLAGS and LDFLAGS are the builder's (a distribution's
+# hardening flags reach every object and link); -Werror only where the
+# project's own runs ask for it (WERROR=1, the default for check, demo,
+# bench and soak).
+CFLAGS ?= -O2 -g
+WERROR ?= $(if $(filter check demo bench soak,$(MAKECMDGOALS)),1,0)
+US_CPPFLAGS := -D_GNU_SOURCE -Iuserspace/include $(CPPFLAGS)
+US_CFLAGS := -std=gnu11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) $(CFLAGS)
 LIB_SRC := userspace/libringbuffer.c
-LIB_HDRS := userspace/libringbuffer.h userspace/libringbuffer-internal.h
-LIB_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=default -isystem $(HEADERS)
+LIB_HDRS := userspace/libringbuffer.h userspace/libringbuffer-internal.h \
+	userspace/include/linux/ringbuffer.h userspace/include/ringbuffer-syscalls.h
+LIB_CFLAGS := $(US_CPPFLAGS) $(US_CFLAGS) -fPIC
+LIB_MAP := userspace/libringbuffer.map
 SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer
 SHIM_DEPS := userspace/ringpipe-shim.c $(LIB_SRC) $(LIB_HDRS)
 # Test programs run in the VM, under the shim or beside it.
@@ -34,8 +47,14 @@ MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 LIB_VERSION := 0.1.0
 MANPAGES := $(wildcard userspace/man/*.[123])
+# Each function of libringbuffer.h gets a man page that points to
+# libringbuffer(3), so that "man rb_read" works.
+open_paren := (
+LIB_FUNCS := $(shell sed -n 's/^[a-z].*[ *]\(rb_[a-z_]*\)$(open_paren).*/\1/p' \
+	userspace/libringbuffer.h)
 
 .PHONY: help deps tree patches kernel kernel-debug headers selftests check cross-build \
+	userspace-guest-tests check-uapi \
 	demo bench soak checkpatch clean userspace test-userspace install uninstall
 
 help:
@@ -84,11 +103,21 @@ selftests/out/%: selftests/%.c selftests/ringbuffer_util.h $(HEADERS)/linux/ring
 	@$(CC) $(SELFTEST_CFLAGS) -isystem $(HEADERS) \
 		-isystem $(TREE)/tools/testing/selftests -o $@ $< -lpthread
 
-userspace: headers
+userspace:
 	@$(MAKE) -s userspace/libringbuffer.a userspace/libringbuffer.so \
 		userspace/ringpipe-shim.so userspace/ringpipe \
 		userspace/tests/out/test_libringbuffer \
-		userspace/tests/out/test_libringbuffer-sanitized $(SHIM_TEST_BINS)
+		userspace/tests/out/test_libringbuffer-sanitized
+
+# The shim's tests run in the VM and use the kselftest harness of the tree.
+userspace-guest-tests: headers
+	@$(MAKE) -s $(SHIM_TEST_BINS)
+
+# The copy of the uapi header must be the series' own.
+check-uapi: tree
+	@cmp userspace/include/linux/ringbuffer.h \
+		$(TREE)/include/uapi/linux/ringbuffer.h && \
+		echo "check-uapi: userspace/include/linux/ringbuffer.h matches the series"
 
 userspace/libringbuffer.o: $(LIB_SRC) $(LIB_HDRS)
 	@echo "  CC      $@"
@@ -98,22 +127,24 @@ userspace/libringbuffer.a: userspace/libringbuffer.o
 	@echo "  AR      $@"
 	@rm -f $@ && ar rcs $@ $<
 
-userspace/libringbuffer.so: userspace/libringbuffer.o
+userspace/libringbuffer.so: userspace/libringbuffer.o $(LIB_MAP)
 	@echo "  LD      $@"
-	@$(CC) -shared -Wl,-soname,libringbuffer.so.0 -o $@ $< -lpthread
+	@$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libringbuffer.so.0 \
+		-Wl,--version-script=$(LIB_MAP) -o $@ $< -lpthread
 
 # The shim carries its own copy of the library, none of it exported: only
 # the functions it interposes are visible.
 userspace/ringpipe-shim.so: $(SHIM_DEPS)
 	@echo "  LD      $@"
-	@$(CC) $(LIB_CFLAGS) -fvisibility=hidden -shared -o $@ \
+	@$(CC) $(LIB_CFLAGS) $(LDFLAGS) -fvisibility=hidden -shared -o $@ \
 		userspace/ringpipe-shim.c $(LIB_SRC) -ldl -lpthread
 
 # In the checkout, ringpipe preloads the shim beside it; installed, the
 # installed one.
 userspace/ringpipe: userspace/ringpipe.in
 	@echo "  GEN     $@"
-	@sed 's|@SHIM@|"$(CURDIR)/userspace/ringpipe-shim.so"|' $< >$@ && chmod +x $@
+	@sed -e 's|@SHIM@|"$(CURDIR)/userspace/ringpipe-shim.so"|' \
+		-e 's|@VERSION@|$(LIB_VERSION)|' $< >$@ && chmod +x $@
 
 userspace/tests/out/%: userspace/tests/%.c userspace/tests/shim_util.h
 	@mkdir -p $(@D)
@@ -124,29 +155,29 @@ userspace/tests/out/%: userspace/tests/%.c userspace/tests/shim_util.h
 userspace/tests/out/test_libringbuffer: userspace/tests/test_libringbuffer.c $(LIB_SRC) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
-	@$(CC) $(CFLAGS_COMMON) -isystem $(HEADERS) -o $@ $< $(LIB_SRC) -lpthread
+	@$(CC) $(US_CPPFLAGS) $(US_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_SRC) -lpthread
 
 userspace/tests/out/test_libringbuffer-sanitized: userspace/tests/test_libringbuffer.c $(LIB_SRC) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	@echo "  CC      $@ (ASan, UBSan)"
-	@$(CC) $(CFLAGS_COMMON) -O1 $(SANITIZE) -isystem $(HEADERS) -o $@ $< $(LIB_SRC) -lpthread
+	@$(CC) $(US_CPPFLAGS) $(US_CFLAGS) -O1 $(SANITIZE) $(LDFLAGS) -o $@ $< $(LIB_SRC) -lpthread
 
 # On the host, whose kernel has no rings: the fallback and the ring logic.
 test-userspace: userspace
 	@userspace/tests/out/test_libringbuffer-sanitized
 
-check: deps selftests userspace
+check: deps selftests userspace userspace-guest-tests
 	@ci/check
 
-demo: deps userspace
+demo: deps userspace userspace-guest-tests
 	@ci/demo
 
-bench: deps userspace
+bench: deps userspace userspace-guest-tests
 	@benchmarks/run
 
 # Not part of make check: ten minutes (SOAK_SECONDS) in forced ring mode.
 SOAK_SECONDS ?= 600
-soak: deps selftests userspace
+soak: deps selftests userspace userspace-guest-tests
 	@ci/vm-run --debug --timeout $$(($(SOAK_SECONDS) + 600)) -- \
 		selftests/soak.sh $(SOAK_SECONDS)
 
@@ -171,13 +202,19 @@ install: userspace
 	@ln -sf libringbuffer.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libringbuffer.so.0
 	@ln -sf libringbuffer.so.0 $(DESTDIR)$(LIBDIR)/libringbuffer.so
 	@install -m 755 userspace/ringpipe-shim.so $(DESTDIR)$(LIBDIR)/ringpipe/
-	@sed 's|@SHIM@|"$(LIBDIR)/ringpipe/ringpipe-shim.so"|' userspace/ringpipe.in \
+	@sed -e 's|@SHIM@|"$(LIBDIR)/ringpipe/ringpipe-shim.so"|' \
+		-e 's|@VERSION@|$(LIB_VERSION)|' userspace/ringpipe.in \
 		>$(DESTDIR)$(BINDIR)/ringpipe && chmod 755 $(DESTDIR)$(BINDIR)/ringpipe
 	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(LIB_VERSION)|' \
 		userspace/libringbuffer.pc.in >$(DESTDIR)$(PKGCONFIGDIR)/libringbuffer.pc
 	@for m in $(MANPAGES); do \
-		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; \
+		sed 's|/usr/local/lib/ringpipe/|$(LIBDIR)/ringpipe/|' $$m \
+			>$(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} && \
+		chmod 644 $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit 1; \
+	done
+	@for f in $(LIB_FUNCS); do \
+		echo '.so man3/libringbuffer.3' >$(DESTDIR)$(MANDIR)/man3/$$f.3 || exit 1; \
 	done
 
 uninstall:
@@ -185,6 +222,7 @@ uninstall:
 		$(DESTDIR)$(PKGCONFIGDIR)/libringbuffer.pc $(DESTDIR)$(BINDIR)/ringpipe
 	rm -rf $(DESTDIR)$(LIBDIR)/ringpipe
 	for m in $(notdir $(MANPAGES)); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; done
+	for f in $(LIB_FUNCS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 
 clean:
 	rm -rf selftests/out .vm userspace/tests/out userspace/*.o userspace/*.a userspace/*.so \

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ringbuffer-syscalls.h"
+
 struct rb_ring {
 	int fd;
 	int rw;

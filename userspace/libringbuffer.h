@@ -25,6 +25,11 @@
 extern "C" {
 #endif
 
+/* The version of this header; the library's soname is libringbuffer.so.0. */
+#define LIBRINGBUFFER_VERSION_MAJOR	0
+#define LIBRINGBUFFER_VERSION_MINOR	1
+#define LIBRINGBUFFER_VERSION_PATCH	0
+
 #define RB_READ		0	/* the consumer side */
 #define RB_WRITE	1	/* the producer side */
 

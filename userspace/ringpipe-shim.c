@@ -188,7 +188,10 @@ static void shim_init(void)
 	/* Every real function up front: dlsym is not async-signal-safe. */
 	REAL(read); REAL(write); REAL(readv); REAL(writev);
 	REAL(close); REAL(dup); REAL(dup2); REAL(dup3);
-	REAL(fcntl); REAL(fcntl64); REAL(close_range); REAL(closefrom);
+	REAL(fcntl); REAL(fcntl64);
+	/* Optional: a libc without them gets the system call instead. */
+	real_close_range = (__typeof__(real_close_range))dlsym(RTLD_NEXT, "close_range");
+	real_closefrom = (__typeof__(real_closefrom))dlsym(RTLD_NEXT, "closefrom");
 	REAL(fclose); REAL(pclose); REAL(freopen); REAL(freopen64);
 	REAL(daemon); REAL(pipe); REAL(pipe2); REAL(fork);
 	pthread_atfork(NULL, NULL, forget_tid);
@@ -769,19 +772,35 @@ static void forget_range(unsigned int first, unsigned int last)
 			slot_forget(fd);
 }
 
+#ifndef SYS_close_range
+#define SYS_close_range 436	/* the same number on every architecture */
+#endif
+
+/*
+ * close_range() and closefrom() came with glibc 2.34: on an older libc
+ * they are not looked up (shim_init()), and done with the system call.
+ */
 SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 {
 	/* With CLOSE_RANGE_CLOEXEC nothing closes before execve(). */
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
 		forget_range(first, last);
-	return REAL(close_range)(first, last, flags);
+	if (!real_close_range)
+		return syscall(SYS_close_range, first, last, flags);
+	return real_close_range(first, last, flags);
 }
 
 SHIM_API void closefrom(int first)
 {
 	if (first >= 0)
 		forget_range(first, MAX_FDS - 1);
-	REAL(closefrom)(first);
+	if (real_closefrom) {
+		real_closefrom(first);
+	} else if (first >= 0 && syscall(SYS_close_range, first, ~0U, 0)) {
+		/* A kernel before 5.9: close what the limit allows. */
+		for (long fd = first; fd < sysconf(_SC_OPEN_MAX); fd++)
+			REAL(close)((int)fd);
+	}
 }
 
 /* stdio closes and replaces fds with libc-internal calls. */
