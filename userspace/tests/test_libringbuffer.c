@@ -5,7 +5,7 @@
  * real mapping.  Either way they check the ring logic on a ring built in
  * user space: a memfd laid out like ringbuffer(2)'s mapping, data pages
  * mapped twice, driven by a producer and a consumer thread.
- * Output: TAP, ending with "N passed, N failed".
+ * Output: TAP (the plan last), ending with "N passed, N failed".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -232,6 +232,7 @@ int main(void)
 	test_bad_arguments();
 	test_pipe_copy_api();
 	test_fake_ring_zero_copy();
+	printf("1..%d\n", passed + failed);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

@@ -23,6 +23,7 @@ not_ok() { echo "not ok - $*"; fail=$((fail + 1)); }
 
 if ! command -v bpftrace >/dev/null; then
 	not_ok "bpftrace is not installed (make deps)"
+	echo "1..$((pass + fail))"
 	echo "$pass passed, $fail failed"
 	exit 1
 fi
@@ -90,5 +91,6 @@ wanted ringwakelat && trace "$repo/userspace/tracing/ringwakelat.bt" wake_to_run
 wanted ringwakebytes && trace "$repo/userspace/tracing/ringwakebytes.bt" bytes
 wanted ringusers && trace "$repo/userspace/tracing/ringusers.bt" maps sleeps
 
+echo "1..$((pass + fail))"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
