@@ -54,7 +54,7 @@ LIB_FUNCS := $(shell sed -n 's/^[a-z].*[ *]\(rb_[a-z_]*\)$(open_paren).*/\1/p' \
 	userspace/libringbuffer.h)
 
 .PHONY: help deps tree patches kernel kernel-debug headers selftests check cross-build \
-	userspace-guest-tests check-uapi \
+	userspace-guest-tests check-uapi hostbench \
 	demo bench soak checkpatch clean userspace test-userspace install uninstall
 
 help:
@@ -73,6 +73,7 @@ help:
 	@echo "make test-userspace  run the library tests on the host under ASan/UBSan"
 	@echo "make checkpatch    run checkpatch.pl --strict on every patch of the series"
 	@echo "make cross-build   compile the ring code and syscall tables for arm64"
+	@echo "make hostbench     the library's copy path against read/write and an SPSC ring, host CPUs"
 
 deps:
 	@ci/deps
@@ -190,6 +191,16 @@ checkpatch: tree
 
 cross-build: deps
 	@ci/cross-build
+
+# The library's copy path on the host's CPUs (benchmarks/hostbench.c):
+# a benchmark, not a test.
+hostbench: benchmarks/out/hostbench
+	@benchmarks/out/hostbench
+
+benchmarks/out/hostbench: benchmarks/hostbench.c $(LIB_SRC) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	@$(CC) $(US_CPPFLAGS) $(US_CFLAGS) -O2 $(LDFLAGS) -o $@ $< $(LIB_SRC) -lpthread
 
 install: userspace
 	@echo "  INSTALL $(DESTDIR)$(PREFIX)"

@@ -23,6 +23,14 @@ struct rb_ring {
 	_Atomic uint32_t *lock;		/* our side's */
 	_Atomic uint32_t *lock_waiters;	/* our side's */
 	_Atomic uint32_t *peer_waiters;	/* the other side's sleepers */
+	/*
+	 * The other side's position as last loaded.  It only moves forward
+	 * (more data for a consumer, more space for a producer), so a stale
+	 * copy can only understate what is there: it is reloaded when it
+	 * does not show enough, saving a load of the peer's cache line per
+	 * message.
+	 */
+	uint32_t peer_pos;
 	uint8_t *data;
 	/* Between rb_reserve/rb_peek and rb_commit/rb_consume (lock held): */
 	uint32_t pos;

@@ -254,32 +254,72 @@ void rb_unlock(struct rb_ring *r)
 		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
 }
 
-/*
- * Under the lock: data (consumer) or space (producer), and our position.
- * -1 with EIO when the peer stored positions more than the size apart.
- */
-static long rb_avail_locked(struct rb_ring *r, uint32_t *own)
+/* Data (consumer) or space (producer) for positions @own and @peer. */
+static uint32_t rb_used(const struct rb_ring *r, uint32_t own, uint32_t peer)
 {
-	uint32_t head, tail, used;
+	return r->rw == RB_WRITE ? own - peer : peer - own;
+}
 
-	if (r->rw == RB_WRITE) {
-		/* Our own position: only lock holders move it. */
-		head = atomic_load_explicit(r->head, memory_order_relaxed);
-		/* Acquire: the consumer is done with the space below tail. */
-		tail = atomic_load_explicit(r->tail, memory_order_acquire);
-		*own = head;
-	} else {
-		tail = atomic_load_explicit(r->tail, memory_order_relaxed);
-		/* Acquire: the data below head is written. */
-		head = atomic_load_explicit(r->head, memory_order_acquire);
-		*own = tail;
-	}
-	used = head - tail;
+/* Acquire: the peer's data (or freed space) below its position is ours. */
+static uint32_t rb_load_peer(struct rb_ring *r)
+{
+	r->peer_pos = atomic_load_explicit(r->rw == RB_WRITE ? r->tail : r->head,
+					   memory_order_acquire);
+	return r->peer_pos;
+}
+
+/*
+ * Under the lock: data (consumer) or space (producer), at least @want if
+ * there is that much, and our position.  The cached peer position is
+ * used while it shows @want; otherwise it is loaded again.  -1 with EIO
+ * when the positions are more than the size apart.
+ */
+static long rb_avail_locked(struct rb_ring *r, uint32_t *own, size_t want)
+{
+	uint32_t used;
+
+	/* Our own position: only lock holders move it. */
+	*own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+				    memory_order_relaxed);
+	used = rb_used(r, *own, r->peer_pos);
+	/*
+	 * A stale peer position understates what there is; another holder
+	 * of our side may even have moved past it (used looks too big).
+	 */
+	if (used > r->size ||
+	    (r->rw == RB_WRITE ? r->size - used : used) < (want ? want : 1))
+		used = rb_used(r, *own, rb_load_peer(r));
 	if (used > r->size) {
 		errno = EIO;
 		return -1;
 	}
 	return r->rw == RB_WRITE ? (long)(r->size - used) : (long)used;
+}
+
+/* Whether positions @own and @peer show at least @want bytes (or are bad). */
+static int rb_shows(const struct rb_ring *r, uint32_t own, uint32_t peer,
+		    size_t want)
+{
+	uint32_t used = rb_used(r, own, peer);
+
+	/* Inconsistent positions: let the locked path report EIO. */
+	return used > r->size ||
+	       (r->rw == RB_WRITE ? r->size - used : used) >= (want ? want : 1);
+}
+
+/*
+ * Without the lock: whether there may be @want bytes of data or space, by
+ * plain loads (the peer's position only when the cached one falls short),
+ * to poll a full or empty ring without taking the lock.
+ */
+static int rb_may_go(struct rb_ring *r, size_t want)
+{
+	uint32_t own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+					    memory_order_relaxed);
+
+	return rb_shows(r, own, r->peer_pos, want) &&
+	       rb_used(r, own, r->peer_pos) <= r->size ? 1 :
+	       rb_shows(r, own, rb_load_peer(r), want);
 }
 
 void rb_publish(struct rb_ring *r, uint32_t own, size_t n)
@@ -307,7 +347,8 @@ static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 
 	if (rb_lock(r))
 		return -1;
-	avail = rb_avail_locked(r, &own);
+	/* Reload the peer's position unless the cached one covers @len. */
+	avail = rb_avail_locked(r, &own, len);
 	if (avail < 0 || (size_t)avail < want) {
 		int err = errno;
 
@@ -340,6 +381,11 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 			if (atomic_load_explicit(r->flags, memory_order_acquire) &
 			    rb_end_flag(r))
 				break;
+			/* A full ring is watched without taking the lock. */
+			if (!rb_may_go(r, want)) {
+				rb_cpu_relax();
+				continue;
+			}
 			n = rb_copy_once(r, (char *)buf + done, len - done, want);
 			if (n < 0)
 				return done ? (ssize_t)done : -1;
@@ -366,8 +412,17 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 	if (!r->mapped || !len)
 		return read(r->fd, buf, len);
 	for (int spins = 0; spins < RB_SPINS; spins++) {
-		ssize_t n = rb_copy_once(r, buf, len, 1);
+		ssize_t n;
 
+		/* An empty ring is watched without taking the lock. */
+		if (!rb_may_go(r, 1)) {
+			if (atomic_load_explicit(r->flags, memory_order_acquire) &
+			    RINGBUFFER_EOF)
+				break;
+			rb_cpu_relax();
+			continue;
+		}
+		n = rb_copy_once(r, buf, len, 1);
 		if (n)
 			return n;
 		if (atomic_load_explicit(r->flags, memory_order_acquire) &
@@ -398,7 +453,7 @@ void *rb_reserve(struct rb_ring *r, size_t len)
 	}
 	if (rb_lock(r))
 		return NULL;
-	space = rb_avail_locked(r, &own);
+	space = rb_avail_locked(r, &own, len);
 	if (space < 0 || (size_t)space < len) {
 		int err = space < 0 ? EIO : EAGAIN;
 
@@ -439,7 +494,7 @@ const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 	}
 	if (rb_lock(r))
 		return NULL;
-	avail = rb_avail_locked(r, &own);
+	avail = rb_avail_locked(r, &own, max);
 	/*
 	 * The producer may have published, then left: after the flag (an
 	 * acquire load, ordered after its last head store), look again.
@@ -447,7 +502,7 @@ const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 	eof = !avail && (atomic_load_explicit(r->flags, memory_order_acquire) &
 			 RINGBUFFER_EOF);
 	if (eof)
-		avail = rb_avail_locked(r, &own);
+		avail = rb_avail_locked(r, &own, max);
 	if (avail <= 0) {
 		int err = avail < 0 ? EIO : eof ? 0 : EAGAIN;
 

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * hostbench: the library's real copy path on the host's CPUs, no kernel
+ * in the loop.  A ring laid out as ringbuffer(2) lays it out is built in
+ * a memfd (data pages mapped twice), and a producer thread moves
+ * fixed-size messages to a consumer thread with rb_write() and rb_read()
+ * (libringbuffer.c compiled in).  Side by side, in the same run: a plain
+ * pipe with write(2) and read(2), and a minimal single-producer
+ * single-consumer ring with cached indices and no lock, the limit of what
+ * shared memory can do.  The threads are pinned to two CPUs.
+ *
+ * Prints, per message size, the median throughput of several runs with
+ * [min-max], and the ratios ring/spsc and ring/rw.  A benchmark, not a
+ * test: nothing is asserted.
+ *
+ *   make hostbench && benchmarks/out/hostbench [RUNS]
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/ringbuffer.h>
+
+#include "../userspace/libringbuffer.h"
+#include "../userspace/libringbuffer-internal.h"
+
+#define RING_SIZE	(1u << 16)
+#define BYTES		(64u << 20)	/* moved per run and variant */
+
+static const size_t sizes[] = { 16, 64, 256, 4096, 65536 };
+
+struct mem_ring {
+	void *base;
+	size_t len;
+	struct rb_ring prod, cons;
+};
+
+/* A ring in a memfd, laid out like the kernel's (see ringbuffer.rst). */
+static int mem_ring_init(struct mem_ring *m, uint32_t size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t ctl = 3 * page;
+	struct ringbuffer_header *h;
+	int fd = memfd_create("hostbench", 0);
+	char *b;
+
+	if (fd < 0 || ftruncate(fd, ctl + size))
+		return -1;
+	m->len = ctl + 2 * (size_t)size;
+	b = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (b == MAP_FAILED ||
+	    mmap(b + ctl + size, size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, fd, ctl) == MAP_FAILED)
+		return -1;
+	close(fd);
+	h = (struct ringbuffer_header *)b;
+	h->magic = RINGBUFFER_MAGIC;
+	h->version = RINGBUFFER_VERSION;
+	h->size = size;
+	h->mask = size - 1;
+	h->map_size = m->len;
+	h->offsets.flags = 256;
+	h->offsets.read_waiters = 384;
+	h->offsets.write_waiters = 512;
+	h->offsets.consumer_lock_waiters = 640;
+	h->offsets.producer_lock_waiters = 768;
+	h->offsets.tail = page;
+	h->offsets.consumer_lock = page + 128;
+	h->offsets.head = 2 * page;
+	h->offsets.producer_lock = 2 * page + 128;
+	h->offsets.data = ctl;
+	m->base = b;
+	/* fd -1: a full or empty ring comes back as EBADF, never a sleep. */
+	return rb_init_mapping(&m->prod, -1, RB_WRITE, b) ||
+	       rb_init_mapping(&m->cons, -1, RB_READ, b);
+}
+
+/* The SPSC baseline: indices on their own cache lines, each cached. */
+struct spsc {
+	_Alignas(128) _Atomic uint32_t head;
+	_Alignas(128) _Atomic uint32_t tail;
+	_Alignas(128) uint8_t data[RING_SIZE];
+};
+
+enum variant { RW, RING, SPSC, NR_VARIANTS };
+static const char *const variant_name[] = { "rw", "ring", "spsc" };
+
+struct job {
+	enum variant v;
+	size_t msg;
+	int fds[2];
+	struct mem_ring *m;
+	struct spsc *s;
+	int cpu;
+};
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu % sysconf(_SC_NPROCESSORS_ONLN), &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *produce(void *arg)
+{
+	struct job *j = arg;
+	static _Thread_local uint8_t msg[65536];
+	uint32_t head = 0, tail_cache = 0;
+
+	pin(j->cpu);
+	for (size_t done = 0; done < BYTES; done += j->msg) {
+		switch (j->v) {
+		case RW:
+			for (size_t w = 0; w < j->msg;) {
+				ssize_t n = write(j->fds[1], msg + w, j->msg - w);
+
+				if (n < 0)
+					return (void *)1;
+				w += n;
+			}
+			break;
+		case RING:
+			/* Messages up to PIPE_BUF go in whole; larger ones in parts. */
+			for (size_t w = 0; w < j->msg;) {
+				ssize_t n = rb_write(&j->m->prod, msg + w, j->msg - w);
+
+				if (n > 0)
+					w += n;
+				else if (errno != EBADF)
+					return (void *)1;
+			}
+			break;
+		case SPSC:
+			for (size_t w = 0; w < j->msg;) {
+				size_t n = j->msg - w;
+				uint32_t space = RING_SIZE - (head - tail_cache);
+
+				if (space < n && space < RING_SIZE / 4) {
+					/* Acquire: the consumer is done with it. */
+					tail_cache = atomic_load_explicit(&j->s->tail,
+									  memory_order_acquire);
+					continue;
+				}
+				n = n < space ? n : space;
+				for (size_t c = 0; c < n;) {
+					uint32_t at = (head + c) & (RING_SIZE - 1);
+					size_t run = RING_SIZE - at < n - c ? RING_SIZE - at : n - c;
+
+					memcpy(j->s->data + at, msg + w + c, run);
+					c += run;
+				}
+				head += n;
+				/* Release: the data before the index. */
+				atomic_store_explicit(&j->s->head, head, memory_order_release);
+				w += n;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void *consume(void *arg)
+{
+	struct job *j = arg;
+	static _Thread_local uint8_t buf[65536];
+	uint32_t tail = 0, head_cache = 0;
+	size_t got = 0;
+
+	pin(j->cpu + 1);
+	while (got < BYTES) {
+		ssize_t n = 0;
+
+		switch (j->v) {
+		case RW:
+			n = read(j->fds[0], buf, j->msg);
+			if (n <= 0)
+				return (void *)1;
+			break;
+		case RING:
+			n = rb_read(&j->m->cons, buf, j->msg);
+			if (n < 0 && errno != EBADF)
+				return (void *)1;
+			break;
+		case SPSC: {
+			uint32_t used = head_cache - tail;
+
+			if (!used) {
+				/* Acquire: the data below head is written. */
+				head_cache = atomic_load_explicit(&j->s->head,
+								  memory_order_acquire);
+				continue;
+			}
+			n = used < j->msg ? used : j->msg;
+			for (ssize_t c = 0; c < n;) {
+				uint32_t at = (tail + c) & (RING_SIZE - 1);
+				size_t run = RING_SIZE - at < (size_t)(n - c) ?
+					     RING_SIZE - at : (size_t)(n - c);
+
+				memcpy(buf + c, j->s->data + at, run);
+				c += run;
+			}
+			tail += n;
+			/* Release: done reading before the space goes back. */
+			atomic_store_explicit(&j->s->tail, tail, memory_order_release);
+			break;
+		}
+		default:
+			break;
+		}
+		if (n > 0)
+			got += n;
+	}
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One run: MiB/s, or -1. */
+static double run(enum variant v, size_t msg)
+{
+	struct job j = { .v = v, .msg = msg, .cpu = 0 };
+	struct mem_ring m;
+	pthread_t p, c;
+	void *rp, *rc;
+	double t0, t;
+
+	if (v == RW && pipe(j.fds))
+		return -1;
+	if (v == RING) {
+		if (mem_ring_init(&m, RING_SIZE))
+			return -1;
+		j.m = &m;
+	}
+	if (v == SPSC) {
+		j.s = aligned_alloc(128, sizeof(*j.s));
+		if (!j.s)
+			return -1;
+		memset(j.s, 0, sizeof(*j.s));
+	}
+	t0 = now();
+	pthread_create(&c, NULL, consume, &j);
+	pthread_create(&p, NULL, produce, &j);
+	pthread_join(p, &rp);
+	pthread_join(c, &rc);
+	t = now() - t0;
+	if (v == RW) {
+		close(j.fds[0]);
+		close(j.fds[1]);
+	}
+	if (v == RING)
+		munmap(m.base, m.len);
+	free(j.s);
+	return rp || rc ? -1 : BYTES / t / (1 << 20);
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 5;
+	double med[NR_VARIANTS];
+
+	if (runs < 1 || runs > 99)
+		runs = 5;
+	printf("# hostbench: host CPUs, no kernel in the loop; %u MiB per run, "
+	       "median of %d runs [min-max], MiB/s\n", BYTES >> 20, runs);
+	printf("%-8s", "size");
+	for (int v = 0; v < NR_VARIANTS; v++)
+		printf(" %26s", variant_name[v]);
+	printf(" %11s %11s\n", "ring/spsc", "ring/rw");
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		printf("%-8zu", sizes[i]);
+		for (int v = 0; v < NR_VARIANTS; v++) {
+			double r[99];
+
+			for (int k = 0; k < runs; k++)
+				r[k] = run(v, sizes[i]);
+			qsort(r, runs, sizeof(r[0]), cmp);
+			med[v] = r[runs / 2];
+			printf(" %10.1f [%6.0f-%6.0f]", med[v], r[0], r[runs - 1]);
+		}
+		printf(" %10.2fx %10.2fx\n", med[RING] / med[SPSC], med[RING] / med[RW]);
+		fflush(stdout);
+	}
+	return 0;
+}
