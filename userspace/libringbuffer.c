@@ -407,6 +407,81 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 	return done;
 }
 
+/*
+ * Under the lock: copy as many whole records from the front of @rec as
+ * @space allows; returns how many, with their bytes in *@bytes.
+ */
+static int rb_copy_records(struct rb_ring *r, uint32_t own, long space,
+			   const struct iovec *rec, int n, size_t *bytes)
+{
+	size_t at = 0;
+	int i;
+
+	for (i = 0; i < n && rec[i].iov_len <= (size_t)space - at; i++) {
+		memcpy(r->data + ((own + at) & r->mask), rec[i].iov_base,
+		       rec[i].iov_len);
+		at += rec[i].iov_len;
+	}
+	*bytes = at;
+	return i;
+}
+
+ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
+{
+	size_t total = 0;
+
+	if (n < 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (rec[i].iov_len > PIPE_BUF) {
+			errno = EMSGSIZE;
+			return -1;
+		}
+		total += rec[i].iov_len;
+	}
+	if (r->mapped) {
+		for (int spins = 0; spins < RB_SPINS; spins++) {
+			size_t bytes;
+			uint32_t own;
+			long space;
+			int done;
+
+			if (atomic_load_explicit(r->flags, memory_order_acquire) &
+			    RINGBUFFER_BROKEN)
+				break;
+			if (!rb_may_go(r, rec[0].iov_len)) {
+				rb_cpu_relax();
+				continue;
+			}
+			if (rb_lock(r))
+				return -1;
+			/* Reload the peer's position unless the cache covers all. */
+			space = rb_avail_locked(r, &own, total);
+			if (space < 0) {
+				rb_unlock_unchanged(r);
+				errno = EIO;
+				return -1;
+			}
+			done = rb_copy_records(r, own, space, rec, n, &bytes);
+			if (!done) {
+				rb_unlock_unchanged(r);
+				continue;
+			}
+			rb_publish(r, own, bytes);
+			rb_unlock(r);
+			return done;
+		}
+	}
+	/*
+	 * No ring, full or no reader: the first record through write(2),
+	 * which waits, says EAGAIN, or EPIPE with SIGPIPE, as for any pipe.
+	 * At most PIPE_BUF bytes, so it goes in whole.
+	 */
+	return write(r->fd, rec[0].iov_base, rec[0].iov_len) < 0 ? -1 : 1;
+}
+
 ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 {
 	if (!r->mapped || !len)

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,7 +28,7 @@ extern "C" {
 
 /* The version of this header; the library's soname is libringbuffer.so.0. */
 #define LIBRINGBUFFER_VERSION_MAJOR	0
-#define LIBRINGBUFFER_VERSION_MINOR	1
+#define LIBRINGBUFFER_VERSION_MINOR	2
 #define LIBRINGBUFFER_VERSION_PATCH	0
 
 #define RB_READ		0	/* the consumer side */
@@ -59,6 +60,16 @@ uint32_t rb_size(const struct rb_ring *r);
  */
 ssize_t rb_read(struct rb_ring *r, void *buf, size_t len);
 ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len);
+
+/*
+ * Several records at once: of the @n records in @rec (each at most
+ * PIPE_BUF bytes), as many as there is space for go in, each whole and in
+ * order, under one lock with one publish and one wake-up check.  Waits as
+ * rb_write() does until the first one fits.  Returns the number of records
+ * written (at least 1), or -1 with errno: EMSGSIZE for a record above
+ * PIPE_BUF, EINVAL for @n < 1, or those of write(2).
+ */
+ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n);
 
 /*
  * Zero copy, producer: rb_reserve() returns a contiguous span of @len

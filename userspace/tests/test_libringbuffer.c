@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,6 +65,21 @@ static void test_pipe_copy_api(void)
 	      !memcmp(out, "abc", 3), "write(2) then rb_read");
 	CHECK(rb_write(w, "xyz", 3) == 3 && read(fds[0], out, 3) == 3 &&
 	      !memcmp(out, "xyz", 3), "rb_write then read(2)");
+	{
+		struct iovec rec[3] = {
+			{ "one,", 4 }, { "two,", 4 }, { "three", 5 },
+		};
+		ssize_t k = 0;
+
+		for (int i = 0; i < 3; i += (int)k) {
+			k = rb_write_records(w, rec + i, 3 - i);
+			if (k < 1)
+				break;
+		}
+		CHECK(k >= 1 && read(fds[0], out, 13) == 13 &&
+		      !memcmp(out, "one,two,three", 13),
+		      "rb_write_records then read(2): whole, in order");
+	}
 	if (!rb_is_mapped(w)) {
 		size_t len;
 
@@ -293,6 +309,59 @@ static void test_fake_ring_copy(void)
 		      "producer 1 with a stale tail: no false EIO");
 	}
 	CHECK(rb_read(&f.cons, buf, sizeof(buf)) == 100, "and its 100 bytes arrive");
+
+	/* Batches: records of 1 to 300 bytes, never split, never reordered. */
+	{
+		static uint8_t recs[64][300];
+		struct iovec rec[64];
+		uint64_t sent = 0, got = 0, badb = 0;
+		int ok = 1;
+
+		for (int round = 0; round < 200 && ok; round++) {
+			int n = 1 + round % 64;
+			uint64_t at = sent;
+
+			for (int i = 0; i < n; i++) {
+				size_t len = 1 + (round * 31 + i * 7) % 300;
+
+				for (size_t b = 0; b < len; b++)
+					recs[i][b] = seq_byte(at + b);
+				rec[i].iov_base = recs[i];
+				rec[i].iov_len = len;
+				at += len;
+			}
+			for (int i = 0; i < n;) {
+				ssize_t k = rb_write_records(&f.prod, rec + i, n - i);
+
+				if (k < 1) {
+					ok = errno == EBADF;	/* full: drain below */
+				} else {
+					for (ssize_t j = 0; j < k; j++)
+						sent += rec[i + j].iov_len;
+					i += k;
+				}
+				while (got < sent) {
+					ssize_t m = rb_read(&f.cons, buf, sizeof(buf));
+
+					if (m <= 0)
+						break;
+					for (ssize_t b = 0; b < m; b++)
+						badb += buf[b] != seq_byte(got + b);
+					got += m;
+				}
+				if (!ok)
+					break;
+			}
+		}
+		CHECK(ok && got == sent && !badb,
+		      "rb_write_records: %llu bytes of 1-300 byte records, in order",
+		      (unsigned long long)sent);
+		rec[0].iov_len = PIPE_BUF + 1;
+		CHECK(rb_write_records(&f.prod, rec, 1) < 0 && errno == EMSGSIZE,
+		      "rb_write_records: a record above PIPE_BUF: EMSGSIZE");
+		CHECK(rb_write_records(&f.prod, rec, 0) < 0 && errno == EINVAL,
+		      "rb_write_records: no record: EINVAL");
+	}
 
 	/* Hostile positions, on the copy path too. */
 	atomic_store(f.prod.tail, atomic_load(f.prod.head) + 77777);
