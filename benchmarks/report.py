@@ -297,6 +297,8 @@ def main():
       " between variants measured side by side in the same boot are what this reports,"
       " and even those are those of an emulated machine.")
     w("")
+    # The targets table goes here, first thing after the caveat, once known.
+    targets_at = len(md)
 
     # --- setup ---------------------------------------------------------
     w("## Setup")
@@ -731,17 +733,15 @@ def main():
         w("")
 
     if targets:
-        w("## Targets")
-        w("")
-        w("The issue's targets (reported, not asserted), on the pinned condition unless said.")
-        w("")
-        w(table(["target", "measured", "met?"],
-                [[n, t, "**met**" if m is True else "not measured" if m is None else "**missed**"]
-                 for n, t, m in targets]))
-        w("")
-        for n, why in notes:
-            w(f"- **{n}**: {why}")
-        w("")
+        tmd = ["## Targets", "",
+               "The issue's targets (reported, not asserted), on the pinned condition"
+               " unless said; the figures behind them follow.", "",
+               table(["target", "measured", "met?"],
+                     [[n, t, "**met**" if m is True else "not measured" if m is None
+                       else "**missed**"] for n, t, m in targets]), ""]
+        tmd += [f"- **{n}**: {why}" for n, why in notes]
+        tmd.append("")
+        md[targets_at:targets_at] = tmd
 
     skips = sorted({f"{v}: {r}" for p in (main_p, base_p) for v, r in p.skips})
     if skips:
