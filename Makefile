@@ -142,7 +142,7 @@ userspace/ringpipe-shim.so: $(SHIM_DEPS)
 
 # In the checkout, ringpipe preloads the shim beside it; installed, the
 # installed one.
-userspace/ringpipe: userspace/ringpipe.in
+userspace/ringpipe: userspace/ringpipe.in Makefile
 	@echo "  GEN     $@"
 	@sed -e 's|@SHIM@|"$(CURDIR)/userspace/ringpipe-shim.so"|' \
 		-e 's|@VERSION@|$(LIB_VERSION)|' $< >$@ && chmod +x $@
