@@ -153,12 +153,12 @@ userspace/tests/out/%: userspace/tests/%.c userspace/tests/shim_util.h
 	@$(CC) $(SELFTEST_CFLAGS) -isystem $(HEADERS) \
 		-isystem $(TREE)/tools/testing/selftests -o $@ $< -lpthread
 
-userspace/tests/out/test_libringbuffer: userspace/tests/test_libringbuffer.c $(LIB_SRC) $(LIB_HDRS)
+userspace/tests/out/test_libringbuffer: userspace/tests/test_libringbuffer.c userspace/tests/fake_ring.h $(LIB_SRC) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	@$(CC) $(US_CPPFLAGS) $(US_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_SRC) -lpthread
 
-userspace/tests/out/test_libringbuffer-sanitized: userspace/tests/test_libringbuffer.c $(LIB_SRC) $(LIB_HDRS)
+userspace/tests/out/test_libringbuffer-sanitized: userspace/tests/test_libringbuffer.c userspace/tests/fake_ring.h $(LIB_SRC) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	@echo "  CC      $@ (ASan, UBSan)"
 	@$(CC) $(US_CPPFLAGS) $(US_CFLAGS) -O1 $(SANITIZE) $(LDFLAGS) -o $@ $< $(LIB_SRC) -lpthread
@@ -197,7 +197,7 @@ cross-build: deps
 hostbench: benchmarks/out/hostbench
 	@benchmarks/out/hostbench
 
-benchmarks/out/hostbench: benchmarks/hostbench.c $(LIB_SRC) $(LIB_HDRS)
+benchmarks/out/hostbench: benchmarks/hostbench.c userspace/tests/fake_ring.h $(LIB_SRC) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	@$(CC) $(US_CPPFLAGS) $(US_CFLAGS) -O2 $(LDFLAGS) -o $@ $< $(LIB_SRC) -lpthread

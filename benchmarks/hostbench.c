@@ -31,57 +31,12 @@
 
 #include "../userspace/libringbuffer.h"
 #include "../userspace/libringbuffer-internal.h"
+#include "../userspace/tests/fake_ring.h"
 
 #define RING_SIZE	(1u << 16)
 #define BYTES		(64u << 20)	/* moved per run and variant */
 
 static const size_t sizes[] = { 16, 64, 256, 4096, 65536 };
-
-struct mem_ring {
-	void *base;
-	size_t len;
-	struct rb_ring prod, cons;
-};
-
-/* A ring in a memfd, laid out like the kernel's (see ringbuffer.rst). */
-static int mem_ring_init(struct mem_ring *m, uint32_t size)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t ctl = 3 * page;
-	struct ringbuffer_header *h;
-	int fd = memfd_create("hostbench", 0);
-	char *b;
-
-	if (fd < 0 || ftruncate(fd, ctl + size))
-		return -1;
-	m->len = ctl + 2 * (size_t)size;
-	b = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (b == MAP_FAILED ||
-	    mmap(b + ctl + size, size, PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_FIXED, fd, ctl) == MAP_FAILED)
-		return -1;
-	close(fd);
-	h = (struct ringbuffer_header *)b;
-	h->magic = RINGBUFFER_MAGIC;
-	h->version = RINGBUFFER_VERSION;
-	h->size = size;
-	h->mask = size - 1;
-	h->map_size = m->len;
-	h->offsets.flags = 256;
-	h->offsets.read_waiters = 384;
-	h->offsets.write_waiters = 512;
-	h->offsets.consumer_lock_waiters = 640;
-	h->offsets.producer_lock_waiters = 768;
-	h->offsets.tail = page;
-	h->offsets.consumer_lock = page + 128;
-	h->offsets.head = 2 * page;
-	h->offsets.producer_lock = 2 * page + 128;
-	h->offsets.data = ctl;
-	m->base = b;
-	/* fd -1: a full or empty ring comes back as EBADF, never a sleep. */
-	return rb_init_mapping(&m->prod, -1, RB_WRITE, b) ||
-	       rb_init_mapping(&m->cons, -1, RB_READ, b);
-}
 
 /* The SPSC baseline: indices on their own cache lines, each cached. */
 struct spsc {
@@ -97,7 +52,7 @@ struct job {
 	enum variant v;
 	size_t msg;
 	int fds[2];
-	struct mem_ring *m;
+	struct fake_ring *m;
 	struct spsc *s;
 	int cpu;
 };
@@ -238,7 +193,7 @@ static double now(void)
 static double run(enum variant v, size_t msg)
 {
 	struct job j = { .v = v, .msg = msg, .cpu = 0 };
-	struct mem_ring m;
+	struct fake_ring m;
 	pthread_t p, c;
 	void *rp, *rc;
 	double t0, t;
@@ -246,7 +201,7 @@ static double run(enum variant v, size_t msg)
 	if (v == RW && pipe(j.fds))
 		return -1;
 	if (v == RING) {
-		if (mem_ring_init(&m, RING_SIZE))
+		if (fake_ring_init(&m, RING_SIZE))
 			return -1;
 		j.m = &m;
 	}

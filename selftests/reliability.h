@@ -130,30 +130,6 @@ static inline int knob_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-static inline bool forced_ring_mode(void)
-{
-	return sysctl_read(SYSCTL_FORCE) == 1;
-}
-
-/* Whether the pipe of @fd has a ring (ring mode), as seen from side @rw. */
-static inline bool in_ring_mode(int fd, unsigned int rw)
-{
-	struct timespec zero = { 0, 0 };
-
-	return sys_ringbuffer_wait(fd, rw, 0, &zero, 0) >= 0 || errno != EINVAL;
-}
-
-/* Put the pipe of @fd in ring mode without keeping a mapping. */
-static inline int convert_pipe(int fd, unsigned int rw, uint32_t size)
-{
-	struct rb_view v = { 0 };
-	int ret = rb_view_map(&v, fd, rw, size);
-
-	if (!ret)
-		rb_view_unmap(&v);
-	return ret;
-}
-
 /*
  * Become the unprivileged user, for good.  Dumpable again afterwards so
  * that our own /proc files (fail-nth, make-it-fail) stay ours.

@@ -18,19 +18,6 @@
 #define RING_SIZE	65536
 #define PIPE_BUF_BYTES	4096
 
-static bool forced_ring_mode(void)
-{
-	FILE *f = fopen("/proc/sys/fs/pipe-ring-force", "r");
-	int v = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v == 1;
-}
-
 /* One end of a pipe, used through its ring or through read(2)/write(2). */
 struct end {
 	int fd;
@@ -65,25 +52,6 @@ static int end_init(struct end *e, int fd, unsigned int rw, bool ring)
 	return ring ? rb_view_map(&e->v, fd, rw, RING_SIZE) : 0;
 }
 
-/* Convert a pipe to ring mode without using its ring from this end. */
-static int convert(int fd, unsigned int rw)
-{
-	struct rb_view v = { 0 };
-	int ret = rb_view_map(&v, fd, rw, RING_SIZE);
-
-	if (!ret)
-		rb_view_unmap(&v);
-	return ret;
-}
-
-static bool in_ring_mode(int fd, unsigned int rw)
-{
-	struct timespec zero = { 0, 0 };
-
-	return sys_ringbuffer_wait(fd, rw, 0, &zero, 0) >= 0 ||
-	       errno != EINVAL;
-}
-
 FIXTURE(pipe) {
 	int fds[2];
 	struct end r, w;
@@ -108,7 +76,7 @@ FIXTURE_SETUP(pipe)
 	ASSERT_EQ(0, end_init(&self->w, self->fds[1], RINGBUFFER_WRITE,
 			      variant->ring_writer));
 	if (!variant->ring_reader && !variant->ring_writer)
-		ASSERT_EQ(0, convert(self->fds[0], RINGBUFFER_READ));
+		ASSERT_EQ(0, convert_pipe(self->fds[0], RINGBUFFER_READ, RING_SIZE));
 	ASSERT_TRUE(in_ring_mode(self->fds[0], RINGBUFFER_READ));
 }
 
@@ -432,7 +400,7 @@ TEST(legacy_reader_asleep_at_conversion)
 		_exit(read(fds[0], buf, sizeof(buf)) == 3 &&
 		      !memcmp(buf, "abc", 3) ? 0 : 1);
 	}
-	ASSERT_EQ(0, convert(fds[1], RINGBUFFER_WRITE));
+	ASSERT_EQ(0, convert_pipe(fds[1], RINGBUFFER_WRITE, RING_SIZE));
 	ASSERT_EQ(3, write(fds[1], "abc", 3));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, status);
@@ -447,14 +415,14 @@ TEST(notification_and_packet_pipes)
 
 	/* O_NOTIFICATION_PIPE is O_EXCL. */
 	if (pipe2(fds, O_EXCL) == 0) {
-		EXPECT_EQ(EOPNOTSUPP, -convert(fds[0], RINGBUFFER_READ));
+		EXPECT_EQ(EOPNOTSUPP, -convert_pipe(fds[0], RINGBUFFER_READ, RING_SIZE));
 		close(fds[0]);
 		close(fds[1]);
 	}
 	ASSERT_EQ(0, pipe2(fds, O_DIRECT));
 	/* Packet mode: never forced, and a ring is a byte stream. */
 	EXPECT_FALSE(in_ring_mode(fds[0], RINGBUFFER_READ));
-	EXPECT_EQ(0, convert(fds[0], RINGBUFFER_READ));
+	EXPECT_EQ(0, convert_pipe(fds[0], RINGBUFFER_READ, RING_SIZE));
 	EXPECT_EQ(EINVAL, FAILS_WITH(write(fds[1], &c, 1)));
 	close(fds[0]);
 	close(fds[1]);
@@ -716,7 +684,7 @@ FIXTURE_SETUP(many)
 {
 	signal(SIGPIPE, SIG_IGN);
 	ASSERT_EQ(0, pipe(self->fds));
-	ASSERT_EQ(0, convert(self->fds[1], RINGBUFFER_WRITE));
+	ASSERT_EQ(0, convert_pipe(self->fds[1], RINGBUFFER_WRITE, RING_SIZE));
 }
 
 FIXTURE_TEARDOWN(many)

@@ -35,38 +35,6 @@
 #define RING_SIZE	65536
 #define CAPACITY	65536	/* a new pipe's, and the converted ring's */
 
-static bool forced_ring_mode(void)
-{
-	FILE *f = fopen("/proc/sys/fs/pipe-ring-force", "r");
-	int v = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v == 1;
-}
-
-/* Convert a pipe to ring mode and unmap the ring again. */
-static int convert(int fd, unsigned int rw)
-{
-	struct rb_view v = { 0 };
-	int ret = rb_view_map(&v, fd, rw, RING_SIZE);
-
-	if (!ret)
-		rb_view_unmap(&v);
-	return ret;
-}
-
-static bool in_ring_mode(int fd, unsigned int rw)
-{
-	struct timespec zero = { 0, 0 };
-
-	return sys_ringbuffer_wait(fd, rw, 0, &zero, 0) >= 0 ||
-	       errno != EINVAL;
-}
-
 static pid_t gettid_(void)
 {
 	return (pid_t)syscall(SYS_gettid);
@@ -149,7 +117,7 @@ FIXTURE_SETUP(compat)
 	signal(SIGPIPE, SIG_IGN);
 	ASSERT_EQ(0, pipe(self->fds));
 	if (variant->ring)
-		ASSERT_EQ(0, convert(self->fds[1], RINGBUFFER_WRITE));
+		ASSERT_EQ(0, convert_pipe(self->fds[1], RINGBUFFER_WRITE, RING_SIZE));
 	ASSERT_EQ(variant->ring || forced_ring_mode(),
 		  in_ring_mode(self->fds[0], RINGBUFFER_READ));
 	alarm(60);
@@ -409,7 +377,7 @@ TEST(splice_to_socket_across_conversion)
 	j.out = sv[0];
 	ASSERT_EQ(0, pthread_create(&t, NULL, splice_thread, &j));
 	wait_asleep(&j.tid);
-	ASSERT_EQ(0, convert(fds[1], RINGBUFFER_WRITE));
+	ASSERT_EQ(0, convert_pipe(fds[1], RINGBUFFER_WRITE, RING_SIZE));
 	/* Converted and still empty: it must go back to sleep, not spin. */
 	wait_asleep(&j.tid);
 	ASSERT_EQ(1, write(fds[1], "x", 1));
@@ -441,7 +409,7 @@ TEST(blocking_splice_and_tee_across_conversion)
 		ASSERT_EQ(0, pthread_create(&t, NULL,
 					    use_tee ? tee_thread : splice_thread, &j));
 		wait_asleep(&j.tid);
-		ASSERT_EQ(0, convert(fds[1], RINGBUFFER_WRITE));
+		ASSERT_EQ(0, convert_pipe(fds[1], RINGBUFFER_WRITE, RING_SIZE));
 		ASSERT_EQ(3, write(fds[1], "abc", 3));
 		ASSERT_EQ(0, pthread_join(t, NULL));
 		EXPECT_EQ(3, j.ret) TH_LOG("%s: %s", use_tee ? "tee" : "splice",
@@ -503,7 +471,7 @@ TEST_F(compat, splice_both_ways_between_two_pipes)
 
 	ASSERT_EQ(0, pipe(other));
 	if (variant->ring)
-		ASSERT_EQ(0, convert(other[0], RINGBUFFER_READ));
+		ASSERT_EQ(0, convert_pipe(other[0], RINGBUFFER_READ, RING_SIZE));
 	fill(buf, sizeof(buf), 0);
 	ASSERT_EQ((ssize_t)sizeof(buf), write(self->fds[1], buf, sizeof(buf)));
 	ab.in = self->fds[0];
@@ -543,7 +511,7 @@ TEST_F(compat, splice_and_tee_see_the_last_data_before_eof)
 		ASSERT_EQ(0, pipe(fds));
 		ASSERT_EQ(0, pipe(sink));
 		if (variant->ring)
-			ASSERT_EQ(0, convert(fds[1], RINGBUFFER_WRITE));
+			ASSERT_EQ(0, convert_pipe(fds[1], RINGBUFFER_WRITE, RING_SIZE));
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
@@ -602,7 +570,7 @@ TEST(poll_across_conversion)
 		ASSERT_EQ(0, pthread_create(&t, NULL, poll_thread, &p));
 		if (round & 1)
 			wait_asleep(&p.tid);
-		ASSERT_EQ(0, convert(fds[1], RINGBUFFER_WRITE));
+		ASSERT_EQ(0, convert_pipe(fds[1], RINGBUFFER_WRITE, RING_SIZE));
 		ASSERT_EQ(1, write(fds[1], "x", 1));
 		ASSERT_EQ(0, pthread_join(t, NULL));
 		EXPECT_EQ(1, p.ret);

@@ -77,16 +77,9 @@ static uint32_t sum(const uint8_t *p, size_t n, uint32_t s)
 
 static int make_pipe(int fds[2], bool ring)
 {
-	struct rb_view v = { 0 };
-
 	if (pipe(fds))
 		return -1;
-	if (ring) {
-		if (rb_view_map(&v, fds[1], RINGBUFFER_WRITE, 65536))
-			return -1;
-		rb_view_unmap(&v);
-	}
-	return 0;
+	return ring ? convert_pipe(fds[1], RINGBUFFER_WRITE, 65536) : 0;
 }
 
 /* Set up @kind as the input of a call (@in) or its output. */
@@ -296,19 +289,6 @@ static bool call_applies(enum call call, enum kind ki, enum kind ko)
 	default:
 		return true;
 	}
-}
-
-static bool forced_ring_mode(void)
-{
-	FILE *f = fopen("/proc/sys/fs/pipe-ring-force", "r");
-	int v = 0;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v == 1;
 }
 
 /*

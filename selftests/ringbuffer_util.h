@@ -107,6 +107,39 @@ static inline int rb_view_unmap(struct rb_view *v)
 	return munmap(v->base, v->map_size);
 }
 
+/* Whether every new pipe is created in ring mode (fs.pipe-ring-force). */
+static inline bool forced_ring_mode(void)
+{
+	FILE *f = fopen("/proc/sys/fs/pipe-ring-force", "r");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v == 1;
+}
+
+/* Whether the pipe of @fd has a ring (ring mode), as seen from side @rw. */
+static inline bool in_ring_mode(int fd, unsigned int rw)
+{
+	struct timespec zero = { 0, 0 };
+
+	return sys_ringbuffer_wait(fd, rw, 0, &zero, 0) >= 0 || errno != EINVAL;
+}
+
+/* Put the pipe of @fd in ring mode without keeping a mapping. */
+static inline int convert_pipe(int fd, unsigned int rw, uint32_t size)
+{
+	struct rb_view v = { 0 };
+	int ret = rb_view_map(&v, fd, rw, size);
+
+	if (!ret)
+		rb_view_unmap(&v);
+	return ret;
+}
+
 /* Byte @pos of the test device's sequence. */
 static inline uint8_t rbtest_byte(uint64_t pos)
 {

@@ -24,6 +24,7 @@
 
 #include "../libringbuffer.h"
 #include "../libringbuffer-internal.h"
+#include "fake_ring.h"
 
 static int passed, failed;
 
@@ -115,53 +116,6 @@ static void test_bad_arguments(void)
 }
 
 /* A ring laid out like ringbuffer(2)'s mapping, in a memfd. */
-struct fake_ring {
-	void *base;
-	size_t len;
-	struct rb_ring prod, cons;
-};
-
-static int fake_ring_init(struct fake_ring *f, uint32_t size)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t ctl = 3 * page;
-	struct ringbuffer_header *h;
-	int fd = memfd_create("fake-ring", 0);
-	char *b;
-
-	if (fd < 0 || ftruncate(fd, ctl + size))
-		return -1;
-	f->len = ctl + 2 * (size_t)size;
-	b = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (b == MAP_FAILED)
-		return -1;
-	/* The data pages once more, right after the first copy. */
-	if (mmap(b + ctl + size, size, PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_FIXED, fd, ctl) == MAP_FAILED)
-		return -1;
-	close(fd);
-	h = (struct ringbuffer_header *)b;
-	h->magic = RINGBUFFER_MAGIC;
-	h->version = RINGBUFFER_VERSION;
-	h->size = size;
-	h->mask = size - 1;
-	h->map_size = f->len;
-	h->offsets.flags = 256;
-	h->offsets.read_waiters = 384;
-	h->offsets.write_waiters = 512;
-	h->offsets.consumer_lock_waiters = 640;
-	h->offsets.producer_lock_waiters = 768;
-	h->offsets.tail = page;
-	h->offsets.consumer_lock = page + 128;
-	h->offsets.head = 2 * page;
-	h->offsets.producer_lock = 2 * page + 128;
-	h->offsets.data = ctl;
-	f->base = b;
-	/* fd -1: no kernel behind it; the tests never make it sleep. */
-	return rb_init_mapping(&f->prod, -1, RB_WRITE, b) ||
-	       rb_init_mapping(&f->cons, -1, RB_READ, b);
-}
-
 #define STREAM (8u << 20)
 
 static void *producer(void *arg)
