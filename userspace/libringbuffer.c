@@ -268,34 +268,6 @@ static uint32_t rb_load_peer(struct rb_ring *r)
 	return r->peer_pos;
 }
 
-/*
- * Under the lock: data (consumer) or space (producer), at least @want if
- * there is that much, and our position.  The cached peer position is
- * used while it shows @want; otherwise it is loaded again.  -1 with EIO
- * when the positions are more than the size apart.
- */
-static long rb_avail_locked(struct rb_ring *r, uint32_t *own, size_t want)
-{
-	uint32_t used;
-
-	/* Our own position: only lock holders move it. */
-	*own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
-				    memory_order_relaxed);
-	used = rb_used(r, *own, r->peer_pos);
-	/*
-	 * A stale peer position understates what there is; another holder
-	 * of our side may even have moved past it (used looks too big).
-	 */
-	if (used > r->size ||
-	    (r->rw == RB_WRITE ? r->size - used : used) < (want ? want : 1))
-		used = rb_used(r, *own, rb_load_peer(r));
-	if (used > r->size) {
-		errno = EIO;
-		return -1;
-	}
-	return r->rw == RB_WRITE ? (long)(r->size - used) : (long)used;
-}
-
 /* Whether positions @own and @peer show at least @want bytes (or are bad). */
 static int rb_shows(const struct rb_ring *r, uint32_t own, uint32_t peer,
 		    size_t want)
@@ -308,6 +280,40 @@ static int rb_shows(const struct rb_ring *r, uint32_t own, uint32_t peer,
 }
 
 /*
+ * The peer's position for a side at @own that wants @want bytes: the
+ * cached one while it shows that much, else loaded again.  A stale value
+ * understates what there is; another holder of our side may even have
+ * moved past it (the positions look too far apart): reload then too.
+ */
+static uint32_t rb_peer_for(struct rb_ring *r, uint32_t own, size_t want)
+{
+	if (rb_used(r, own, r->peer_pos) <= r->size &&
+	    rb_shows(r, own, r->peer_pos, want))
+		return r->peer_pos;
+	return rb_load_peer(r);
+}
+
+/*
+ * Under the lock: data (consumer) or space (producer), and our position,
+ * with the peer's position reloaded unless the cached one shows @want.
+ * -1 with EIO when the positions are more than the size apart.
+ */
+static long rb_avail_locked(struct rb_ring *r, uint32_t *own, size_t want)
+{
+	uint32_t used;
+
+	/* Our own position: only lock holders move it. */
+	*own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+				    memory_order_relaxed);
+	used = rb_used(r, *own, rb_peer_for(r, *own, want));
+	if (used > r->size) {
+		errno = EIO;
+		return -1;
+	}
+	return r->rw == RB_WRITE ? (long)(r->size - used) : (long)used;
+}
+
+/*
  * Without the lock: whether there may be @want bytes of data or space, by
  * plain loads (the peer's position only when the cached one falls short),
  * to poll a full or empty ring without taking the lock.
@@ -317,9 +323,7 @@ static int rb_may_go(struct rb_ring *r, size_t want)
 	uint32_t own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
 					    memory_order_relaxed);
 
-	return rb_shows(r, own, r->peer_pos, want) &&
-	       rb_used(r, own, r->peer_pos) <= r->size ? 1 :
-	       rb_shows(r, own, rb_load_peer(r), want);
+	return rb_shows(r, own, rb_peer_for(r, own, want), want);
 }
 
 void rb_publish(struct rb_ring *r, uint32_t own, size_t n)
