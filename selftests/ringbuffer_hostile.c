@@ -15,6 +15,7 @@
  * once the values are sane again the pipe works.
  */
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -715,13 +716,12 @@ TEST_F_TIMEOUT(hostile, lock_holder_gets_edeadlk, 60)
 }
 
 /*
- * Legacy writers queue behind a lock word held from user space: the
- * first holds the kernel's side mutex and waits for the word (wchan
- * rb_wait_lock), the next ones wait for the mutex (wchan ringbuffer_lock:
- * the mutex code is scheduler text, which wchan skips).  A signal to
- * one waiting for the mutex must end only its own wait: the mutex stays
- * the first writer's, so a later writer still queues for the mutex, and
- * when the word is free the writes go in one after the other.
+ * Legacy callers that find a lock word held from user space wait for it
+ * holding nothing: each blocking writer sleeps for the word itself (wchan
+ * rb_wait_lock), never queued behind another for the kernel's side
+ * mutex, so a signal ends only its own wait; a nonblocking write, read or
+ * splice fails with EAGAIN at once, even with blocking writers asleep
+ * for the same word.  When the word is free the writes go in.
  */
 static pid_t queued_writer(struct hostile_pipe *p, char c, bool handler)
 {
@@ -743,11 +743,19 @@ static pid_t queued_writer(struct hostile_pipe *p, char c, bool handler)
 	return pid;
 }
 
-TEST_F_TIMEOUT(hostile, interrupted_mutex_waiter, 120)
+TEST_F_TIMEOUT(hostile, lock_waiters_hold_nothing, 120)
 {
-	char buf[4];
+	int nb_wr = reopen(self->p.wr, O_WRONLY | O_NONBLOCK);
+	int nb_rd = reopen(self->p.rd, O_RDONLY | O_NONBLOCK);
+	int zero = open("/dev/zero", O_RDONLY);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	int ep = epoll_create1(0);
 	pid_t first, interrupted, later;
+	char buf[4];
 
+	ASSERT_LE(0, nb_wr);
+	ASSERT_LE(0, nb_rd);
+	ASSERT_LE(0, zero);
 	atomic_store(self->p.w.producer_lock, (uint32_t)self->foreign);
 	first = queued_writer(&self->p, 'a', false);
 	ASSERT_LE(0, first);
@@ -755,27 +763,58 @@ TEST_F_TIMEOUT(hostile, interrupted_mutex_waiter, 120)
 
 	interrupted = queued_writer(&self->p, 'x', true);
 	ASSERT_LE(0, interrupted);
-	ASSERT_TRUE(task_asleep_in(interrupted, "ringbuffer_lock", 1, 30))
-		TH_LOG("the second writer did not queue for the side mutex");
+	ASSERT_TRUE(task_asleep_in(interrupted, "rb_wait_lock", 1, 30))
+		TH_LOG("the second writer queued behind the first");
 	kill(interrupted, SIGUSR1);
 	EXPECT_EQ(0, child_result(interrupted, 30)) TH_LOG("no EINTR");
 
 	later = queued_writer(&self->p, 'b', false);
 	ASSERT_LE(0, later);
-	ASSERT_TRUE(task_asleep_in(later, "ringbuffer_lock", 1, 30))
-		TH_LOG("the interrupted waiter released the first writer's mutex");
+	ASSERT_TRUE(task_asleep_in(later, "rb_wait_lock", 1, 30));
 	EXPECT_NE('D', task_state(later));
+
+	/* A blocked call here would be cut by SIGALRM, with EINTR. */
+	interrupt_after_ms(20000);
+	EXPECT_EQ(EAGAIN, FAILS_WITH(write(nb_wr, "n", 1)));
+	EXPECT_EQ(EAGAIN, FAILS_WITH(splice(zero, NULL, self->p.wr, NULL, 1,
+					    SPLICE_F_NONBLOCK)));
+	interrupt_cancel();
 
 	/* The holder lets go, as a user-space unlock does. */
 	atomic_store(self->p.w.producer_lock, 0);
 	ASSERT_EQ(0, sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE, RINGBUFFER_WAKE_LOCK));
 	EXPECT_EQ(0, child_result(first, 30));
 	EXPECT_EQ(0, child_result(later, 30));
+
+	/*
+	 * Data queued but the consumer lock held: a nonblocking read does
+	 * not wait, and an edge-triggered poller that saw its EAGAIN gets
+	 * an event when the holder lets go.
+	 */
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, nb_rd, &ev));
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, 0));	/* the data queued */
+	atomic_store(self->p.r.consumer_lock, (uint32_t)self->foreign);
 	interrupt_after_ms(20000);
-	EXPECT_EQ(2, read(self->p.rd, buf, sizeof(buf)));
+	EXPECT_EQ(EAGAIN, FAILS_WITH(read(nb_rd, buf, sizeof(buf))))
+		TH_LOG("a nonblocking read waited for the consumer lock");
 	interrupt_cancel();
-	EXPECT_EQ(0, memcmp(buf, "ab", 2));
+	EXPECT_EQ(0, epoll_wait(ep, &ev, 1, 0));
+	/* The word tells the holder to make the wake-up call. */
+	EXPECT_NE(0, atomic_load(self->p.r.consumer_lock_waiters));
+	atomic_store(self->p.r.consumer_lock, 0);
+	ASSERT_EQ(0, sys_ringbuffer_wakeup(self->p.rd, RINGBUFFER_READ, RINGBUFFER_WAKE_LOCK));
+	EXPECT_EQ(1, epoll_wait(ep, &ev, 1, 30000)) TH_LOG("no event after EAGAIN");
+	EXPECT_EQ(0, atomic_load(self->p.r.consumer_lock_waiters));
+	EXPECT_EQ(2, read(nb_rd, buf, sizeof(buf)));
+	/* Both went in, one after the other, in either order. */
+	EXPECT_TRUE((buf[0] == 'a' && buf[1] == 'b') || (buf[0] == 'b' && buf[1] == 'a'));
 	EXPECT_EQ(0, atomic_load(self->p.w.producer_lock));
+	EXPECT_EQ(0, atomic_load(self->p.r.producer_lock_waiters));
+	close(nb_wr);
+	close(nb_rd);
+	close(zero);
+	close(ep);
 }
 
 /*
