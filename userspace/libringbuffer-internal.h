@@ -23,6 +23,7 @@ struct rb_ring {
 	_Atomic uint32_t *lock;		/* our side's */
 	_Atomic uint32_t *lock_waiters;	/* our side's */
 	_Atomic uint32_t *peer_waiters;	/* the other side's sleepers */
+	_Atomic uint32_t *peer_lock;	/* the other side's lock word */
 	/*
 	 * The other side's position as last loaded.  It only moves forward
 	 * (more data for a consumer, more space for a producer), so a stale

@@ -20,10 +20,20 @@
 #include "libringbuffer.h"
 #include "libringbuffer-internal.h"
 
-/* How long a contended lock or an empty/full ring is spun on before the
- * kernel is asked: about a microsecond, which pays only while the peer is
- * running on another CPU. */
+/* How often a contended lock is polled before the kernel is asked, and
+ * how many times a call goes back to the lock after a poll said go. */
 #define RB_SPINS	64
+
+/*
+ * How long an empty or full ring is polled before the caller sleeps in
+ * the kernel (see rb_spin_ready()): a base, plus the time the peer needs
+ * to produce or consume the bytes awaited at about 4 GB/s, restarted
+ * whenever the peer is seen running, and never more than RB_SPIN_MAX_NS
+ * in all.
+ */
+#define RB_SPIN_BASE_NS		2000
+#define RB_SPIN_PS_PER_BYTE	250
+#define RB_SPIN_MAX_NS		500000
 
 static int kernel_has_rings;
 
@@ -143,10 +153,12 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		r->lock = (_Atomic uint32_t *)(b + off->producer_lock);
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->producer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->read_waiters);
+		r->peer_lock = (_Atomic uint32_t *)(b + off->consumer_lock);
 	} else {
 		r->lock = (_Atomic uint32_t *)(b + off->consumer_lock);
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->consumer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->write_waiters);
+		r->peer_lock = (_Atomic uint32_t *)(b + off->producer_lock);
 	}
 	return 0;
 }
@@ -338,6 +350,89 @@ static uint32_t rb_end_flag(const struct rb_ring *r)
 	return r->rw == RB_WRITE ? RINGBUFFER_BROKEN : RINGBUFFER_EOF;
 }
 
+static int rb_side_ended(const struct rb_ring *r)
+{
+	return (atomic_load_explicit(r->flags, memory_order_acquire) &
+		rb_end_flag(r)) != 0;
+}
+
+static int online_cpus;
+static pthread_once_t online_cpus_once = PTHREAD_ONCE_INIT;
+
+static void count_online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	online_cpus = n > 0 ? (int)n : 1;
+}
+
+static uint64_t rb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Poll, without the lock, until @want bytes of data or space may be there
+ * or our side has ended: 1 then, 0 when it is time to sleep in the kernel.
+ *
+ * Spinning pays only while the peer runs on another CPU and will soon
+ * give us what we wait for; otherwise both sides end up asleep, and each
+ * sleep costs a wake-up call and two context switches.  Hence:
+ * - with one CPU online the peer cannot run while we spin: no spin;
+ * - the budget grows with @awaited, the bytes we wait for (at most the
+ *   ring's size): a peer copying a 64 KiB message publishes nothing for
+ *   many microseconds, and a fixed microsecond would put the reader to
+ *   sleep every time, then the writer when the ring fills;
+ * - it restarts whenever the peer is seen running: its position moved,
+ *   or it holds its side lock (it is copying, in user space or in the
+ *   kernel);
+ * - RB_SPIN_MAX_NS bounds the whole, so that a peer that holds its lock
+ *   for ever or stores garbage cannot keep us spinning.
+ * The clock is read once every 16 polls.
+ */
+static int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
+{
+	_Atomic uint32_t *peer_pos = r->rw == RB_WRITE ? r->tail : r->head;
+	uint64_t budget, start = 0, last = 0;
+	uint32_t seen = 0;
+
+	pthread_once(&online_cpus_once, count_online_cpus);
+	if (online_cpus < 2)
+		return rb_may_go(r, want) || rb_side_ended(r);
+	if (awaited > r->size)
+		awaited = r->size;
+	budget = RB_SPIN_BASE_NS + (uint64_t)awaited * RB_SPIN_PS_PER_BYTE / 1000;
+	for (unsigned int i = 1;; i++) {
+		uint32_t pos;
+		uint64_t now;
+
+		if (rb_may_go(r, want) || rb_side_ended(r))
+			return 1;
+		rb_cpu_relax();
+		if (i % 16)
+			continue;
+		now = rb_now_ns();
+		/* Relaxed: signs of life only; rb_may_go() does the ordering. */
+		pos = atomic_load_explicit(peer_pos, memory_order_relaxed);
+		if (!start) {
+			/* Not before: a ready ring costs no look at the peer's line. */
+			start = last = now;
+			seen = pos;
+			continue;
+		}
+		if (pos != seen ||
+		    atomic_load_explicit(r->peer_lock, memory_order_relaxed)) {
+			seen = pos;
+			last = now;
+		}
+		if (now - last > budget || now - start > RB_SPIN_MAX_NS)
+			return 0;
+	}
+}
+
 /*
  * One copy under the lock: up to @len bytes, none unless @want fit.
  * Returns bytes moved, 0 if it cannot go ahead now, -1 on error.
@@ -381,20 +476,16 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 		size_t want = len <= PIPE_BUF ? len : 1;
 		ssize_t n = 0;
 
-		for (int spins = 0; spins < RB_SPINS && !n; spins++) {
-			if (atomic_load_explicit(r->flags, memory_order_acquire) &
-			    rb_end_flag(r))
+		/*
+		 * A full ring is watched without taking the lock; bounded,
+		 * since other producers may keep taking what the poll saw.
+		 */
+		for (int tries = 0; tries < RB_SPINS && !n; tries++) {
+			if (!rb_spin_ready(r, want, len - done) || rb_side_ended(r))
 				break;
-			/* A full ring is watched without taking the lock. */
-			if (!rb_may_go(r, want)) {
-				rb_cpu_relax();
-				continue;
-			}
 			n = rb_copy_once(r, (char *)buf + done, len - done, want);
 			if (n < 0)
 				return done ? (ssize_t)done : -1;
-			if (!n)
-				rb_cpu_relax();
 		}
 		if (!n) {
 			/*
@@ -446,19 +537,15 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 		total += rec[i].iov_len;
 	}
 	if (r->mapped) {
-		for (int spins = 0; spins < RB_SPINS; spins++) {
+		for (int tries = 0; tries < RB_SPINS; tries++) {
 			size_t bytes;
 			uint32_t own;
 			long space;
 			int done;
 
-			if (atomic_load_explicit(r->flags, memory_order_acquire) &
-			    RINGBUFFER_BROKEN)
+			if (!rb_spin_ready(r, rec[0].iov_len, total) ||
+			    rb_side_ended(r))
 				break;
-			if (!rb_may_go(r, rec[0].iov_len)) {
-				rb_cpu_relax();
-				continue;
-			}
 			if (rb_lock(r))
 				return -1;
 			/* Reload the peer's position unless the cache covers all. */
@@ -490,24 +577,18 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 {
 	if (!r->mapped || !len)
 		return read(r->fd, buf, len);
-	for (int spins = 0; spins < RB_SPINS; spins++) {
+	for (int tries = 0; tries < RB_SPINS; tries++) {
 		ssize_t n;
 
 		/* An empty ring is watched without taking the lock. */
-		if (!rb_may_go(r, 1)) {
-			if (atomic_load_explicit(r->flags, memory_order_acquire) &
-			    RINGBUFFER_EOF)
-				break;
-			rb_cpu_relax();
-			continue;
-		}
+		if (!rb_spin_ready(r, 1, len))
+			break;
 		n = rb_copy_once(r, buf, len, 1);
 		if (n)
 			return n;
-		if (atomic_load_explicit(r->flags, memory_order_acquire) &
-		    RINGBUFFER_EOF)
+		/* At the end, read(2) says so once the data is taken. */
+		if (rb_side_ended(r))
 			break;
-		rb_cpu_relax();
 	}
 	/* Empty: read(2) waits, or reports EOF or EAGAIN. */
 	return read(r->fd, buf, len);
@@ -605,6 +686,7 @@ long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
 {
 	/* The kernel's 64-bit timespec, whatever time_t is here. */
 	struct __kernel_timespec ts, *tsp = NULL;
+	uint32_t head, tail, used, have;
 
 	if (!r->mapped) {
 		errno = ENOTSUP;
@@ -612,16 +694,15 @@ long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
 	}
 	if (!min)
 		min = 1;
-	for (int spins = 0; spins < RB_SPINS; spins++) {
-		uint32_t head = atomic_load_explicit(r->head, memory_order_acquire);
-		uint32_t tail = atomic_load_explicit(r->tail, memory_order_acquire);
-		uint32_t used = head - tail;
-		uint32_t have = r->rw == RB_WRITE ? r->size - used : used;
-
-		if (used <= r->size && have >= min)
-			return have;
-		rb_cpu_relax();
-	}
+	/* A zero timeout only checks; the check below decides either way. */
+	if (timeout_ns)
+		rb_spin_ready(r, min, min);
+	head = atomic_load_explicit(r->head, memory_order_acquire);
+	tail = atomic_load_explicit(r->tail, memory_order_acquire);
+	used = head - tail;
+	have = r->rw == RB_WRITE ? r->size - used : used;
+	if (used <= r->size && have >= min)
+		return have;
 	if (timeout_ns >= 0) {
 		ts.tv_sec = timeout_ns / 1000000000;
 		ts.tv_nsec = timeout_ns % 1000000000;

@@ -336,6 +336,40 @@ static void test_fake_ring_copy(void)
 	munmap(f.base, f.len);
 }
 
+/*
+ * The spin before sleeping ends even while the peer looks busy for ever
+ * (its lock word held): the library then asks the kernel, here write(2)
+ * or read(2) on fd -1, which fails with EBADF.
+ */
+static void test_spin_is_bounded(void)
+{
+	static uint8_t buf[16384];
+	struct fake_ring f;
+	const struct ringbuffer_offsets *off;
+	_Atomic uint32_t *consumer_lock, *producer_lock;
+
+	CHECK(!fake_ring_init(&f, 16384), "a third ring laid out like the kernel's");
+	if (failed)
+		return;
+	off = &((const struct ringbuffer_header *)f.base)->offsets;
+	consumer_lock = (_Atomic uint32_t *)((char *)f.base + off->consumer_lock);
+	producer_lock = (_Atomic uint32_t *)((char *)f.base + off->producer_lock);
+
+	atomic_store(producer_lock, 4242);
+	CHECK(rb_read(&f.cons, buf, 16) < 0 && errno == EBADF,
+	      "rb_read: an empty ring whose writer holds its lock for ever: the spin ends");
+	atomic_store(producer_lock, 0);
+
+	CHECK(rb_write(&f.prod, buf, sizeof(buf)) == (ssize_t)sizeof(buf), "the ring filled");
+	atomic_store(consumer_lock, 4242);
+	CHECK(rb_write(&f.prod, buf, 16) < 0 && errno == EBADF,
+	      "rb_write: a full ring whose reader holds its lock for ever: the spin ends");
+	atomic_store(consumer_lock, 0);
+	CHECK(rb_read(&f.cons, buf, sizeof(buf)) == (ssize_t)sizeof(buf),
+	      "and what was there is intact in size");
+	munmap(f.base, f.len);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -343,6 +377,7 @@ int main(void)
 	test_pipe_copy_api();
 	test_fake_ring_zero_copy();
 	test_fake_ring_copy();
+	test_spin_is_bounded();
 	printf("1..%d\n", passed + failed);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
