@@ -53,6 +53,12 @@ RB_HIDDEN int rb_kernel_has_rings(void);
 RB_HIDDEN void rb_unlock(struct rb_ring *r);
 RB_HIDDEN void rb_unlock_unchanged(struct rb_ring *r);
 RB_HIDDEN void rb_publish(struct rb_ring *r, uint32_t own, size_t n);
+/*
+ * Poll, without the lock, until @want bytes of data or space may be
+ * there or our side has ended (1), or until it is time to sleep in the
+ * kernel instead (0); @awaited is how much the caller waits for in all.
+ */
+RB_HIDDEN int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited);
 
 static inline void rb_cpu_relax(void)
 {

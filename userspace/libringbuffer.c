@@ -356,10 +356,10 @@ static int rb_side_ended(const struct rb_ring *r)
 		rb_end_flag(r)) != 0;
 }
 
-static int online_cpus;
-static pthread_once_t online_cpus_once = PTHREAD_ONCE_INIT;
+/* Counted once at load, so that rb_spin_ready() is async-signal-safe. */
+static int online_cpus = 1;
 
-static void count_online_cpus(void)
+__attribute__((constructor)) static void count_online_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -393,13 +393,12 @@ static uint64_t rb_now_ns(void)
  *   for ever or stores garbage cannot keep us spinning.
  * The clock is read once every 16 polls.
  */
-static int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
+int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 {
 	_Atomic uint32_t *peer_pos = r->rw == RB_WRITE ? r->tail : r->head;
 	uint64_t budget, start = 0, last = 0;
 	uint32_t seen = 0;
 
-	pthread_once(&online_cpus_once, count_online_cpus);
 	if (online_cpus < 2)
 		return rb_may_go(r, want) || rb_side_ended(r);
 	if (awaited > r->size)

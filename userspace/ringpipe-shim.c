@@ -45,7 +45,8 @@
 
 /* fds at or above this are left to the kernel. */
 #define MAX_FDS		4096
-/* Spins on a ring that is full, empty or locked before the real call. */
+/* Tries of a contended lock, and copies after a poll said go, before the
+ * real call; how long a full or empty ring is polled is rb_spin_ready()'s. */
 #define SPINS		128
 /* Rings closed while in use, unmapped once the user is done. */
 #define GRAVEYARD	64
@@ -456,9 +457,12 @@ static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
 	size_t want = !writer || total > PIPE_BUF ? 1 : total;
 	size_t done = 0;
 
-	for (int spins = 0; spins < SPINS && done < total; spins++) {
+	for (int tries = 0; tries < SPINS && done < total; tries++) {
 		ssize_t n;
 
+		/* A full or empty ring is polled without the lock. */
+		if (!rb_spin_ready(&sr->rb, want, total - done))
+			break;
 		/* No reader: the kernel says EPIPE and raises SIGPIPE. */
 		if (writer && side_ended(sr))
 			break;
@@ -470,13 +474,12 @@ static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
 			/* A reader returns what there is, like read(2). */
 			if (!writer)
 				break;
-			spins = 0;
+			tries = 0;
 			continue;
 		}
 		/* Empty after the end: the kernel says 0. */
 		if (!writer && side_ended(sr))
 			break;
-		rb_cpu_relax();
 	}
 	return done;
 }
