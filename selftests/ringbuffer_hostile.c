@@ -380,7 +380,7 @@ static void scribble(struct hostile_pipe *p, struct rng *rng, uint32_t foreign,
 
 FIXTURE(hostile) {
 	struct hostile_pipe p;
-	pid_t foreign;		/* a live process, not a user of the ring */
+	pid_t foreign;		/* a live process that maps the ring, idle */
 	uint32_t dead;
 };
 
@@ -613,8 +613,9 @@ TEST_F(hostile, sleepers_woken_into_eio)
 }
 
 /*
- * A lock word that names a live task (a foreign process, or the attacker
- * itself) is never freed by the kernel: a legacy call waits for it, but
+ * A lock word that names a live task that maps the ring (an idle process
+ * that fork gave the mappings, or the attacker itself) is not freed by
+ * the kernel before the stall bound: a legacy call waits for it, but
  * interruptibly, so a signal ends it with EINTR and SIGKILL kills it.
  */
 static void on_usr1(int sig)
@@ -817,20 +818,52 @@ TEST_F_TIMEOUT(hostile, lock_waiters_hold_nothing, 120)
 	close(ep);
 }
 
+/* A live process that does not map the ring (it unmapped what fork gave it). */
+static pid_t spawn_unmapped(struct hostile_pipe *p)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		rb_view_unmap(&p->r);
+		rb_view_unmap(&p->w);
+		(void)!write(ready[1], "u", 1);
+		for (;;)
+			pause();
+	}
+	if (pid > 0 && read(ready[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(ready[0]);
+	close(ready[1]);
+	return pid;
+}
+
 /*
- * Words no live holder can have left are freed by the next legacy call:
- * a dead task's id, an id above PID_MAX_LIMIT, ~0, RINGBUFFER_LOCK_KERNEL
- * while the kernel holds nothing; and the id of a holder that dies while
- * a legacy writer waits for it.
+ * Words no holder can have left are freed by the next legacy call: a
+ * dead task's id, the id of a live task that does not map the ring, an
+ * id above PID_MAX_LIMIT, ~0, RINGBUFFER_LOCK_KERNEL while the kernel
+ * holds nothing; and the id of a holder that dies while a legacy writer
+ * waits for it.
  */
 TEST_F_TIMEOUT(hostile, stale_locks_are_reclaimed, 120)
 {
-	const uint32_t stale[] = { self->dead, 4194304 + 1, UINT32_MAX,
-				   RINGBUFFER_LOCK_KERNEL };
+	pid_t unmapped = spawn_unmapped(&self->p);
+	const uint32_t stale[] = { self->dead, (uint32_t)unmapped, 4194304 + 1,
+				   UINT32_MAX, RINGBUFFER_LOCK_KERNEL };
 	char buf[16];
 	int ready[2];
 	pid_t holder, pid;
 	char c;
+
+	ASSERT_LT(0, unmapped);
 
 	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
 		atomic_store(self->p.w.producer_lock, stale[i]);
@@ -868,6 +901,66 @@ TEST_F_TIMEOUT(hostile, stale_locks_are_reclaimed, 120)
 	EXPECT_EQ(0, child_result(pid, 30));
 	EXPECT_EQ(1, read(self->p.rd, buf, sizeof(buf)));
 	EXPECT_EQ('w', buf[0]);
+	close(ready[0]);
+	close(ready[1]);
+	kill(unmapped, SIGKILL);
+	waitpid(unmapped, NULL, 0);
+}
+
+static volatile sig_atomic_t go_on;
+
+static void on_go(int sig)
+{
+	(void)sig;
+	go_on = 1;
+}
+
+/*
+ * A holder that keeps the producer lock and never publishes cannot hold
+ * a blocking writer past the documented bound: the writer gets in, the
+ * holder's process loses its mappings of that side (its next access
+ * raises SIGBUS), and everybody else's keep working.
+ */
+TEST_F_TIMEOUT(hostile, stalled_holder_loses_the_side, 120)
+{
+	int ready[2];
+	pid_t holder;
+	char buf[4], c;
+	int st;
+
+	ASSERT_EQ(0, pipe(ready));
+	holder = fork();
+	ASSERT_LE(0, holder);
+	if (holder == 0) {
+		struct sigaction sa = { .sa_handler = on_go };
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		sigaction(SIGUSR1, &sa, NULL);
+		/* The mapping fork gave it is its own to hold the side with. */
+		atomic_store(self->p.w.producer_lock, (uint32_t)syscall(SYS_gettid));
+		(void)!write(ready[1], "h", 1);
+		while (!go_on)
+			pause();
+		/* Its pages are gone: this load raises SIGBUS. */
+		_exit(atomic_load(self->p.w.head) == 12345 ? 3 : 2);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+
+	interrupt_after_ms(60000);
+	EXPECT_EQ(1, write(self->p.wr, "w", 1)) TH_LOG("the writer never got in");
+	interrupt_cancel();
+	EXPECT_EQ(0, atomic_load(self->p.w.producer_lock));
+
+	kill(holder, SIGUSR1);
+	ASSERT_EQ(0, wait_child(holder, 30, &st));
+	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS)
+		TH_LOG("the holder went on: status %#x", st);
+
+	/* This process's own mappings of that side were left alone. */
+	EXPECT_EQ(1, write(self->p.wr, "x", 1));
+	EXPECT_EQ(2, read(self->p.rd, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "wx", 2));
+	EXPECT_EQ(atomic_load(self->p.w.head), atomic_load(self->p.r.tail));
 	close(ready[0]);
 	close(ready[1]);
 }
