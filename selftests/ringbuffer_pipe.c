@@ -411,7 +411,7 @@ TEST(legacy_reader_asleep_at_conversion)
 TEST(notification_and_packet_pipes)
 {
 	int fds[2];
-	char c = 'x';
+	char c = 'x', buf[4];
 
 	/* O_NOTIFICATION_PIPE is O_EXCL. */
 	if (pipe2(fds, O_EXCL) == 0) {
@@ -419,11 +419,37 @@ TEST(notification_and_packet_pipes)
 		close(fds[0]);
 		close(fds[1]);
 	}
+	/*
+	 * Packet mode from pipe2(): a ring cannot keep packets apart, so the
+	 * pipe is never forced nor converted, and its packets stay whole.
+	 */
 	ASSERT_EQ(0, pipe2(fds, O_DIRECT));
-	/* Packet mode: never forced, and a ring is a byte stream. */
 	EXPECT_FALSE(in_ring_mode(fds[0], RINGBUFFER_READ));
-	EXPECT_EQ(0, convert_pipe(fds[0], RINGBUFFER_READ, RING_SIZE));
-	EXPECT_EQ(EINVAL, FAILS_WITH(write(fds[1], &c, 1)));
+	EXPECT_EQ(EOPNOTSUPP, -convert_pipe(fds[0], RINGBUFFER_READ, RING_SIZE));
+	EXPECT_EQ(EOPNOTSUPP, -convert_pipe(fds[1], RINGBUFFER_WRITE, RING_SIZE));
+	EXPECT_EQ(1, write(fds[1], &c, 1));
+	EXPECT_EQ(1, write(fds[1], &c, 1));
+	EXPECT_EQ(1, read(fds[0], buf, sizeof(buf)));
+	close(fds[0]);
+	close(fds[1]);
+
+	/* Packet mode from fcntl() on a pipe with buffers: no ring after. */
+	ASSERT_EQ(0, pipe(fds));
+	if (!forced_ring_mode()) {
+		EXPECT_EQ(0, fcntl(fds[1], F_SETFL, O_DIRECT));
+		EXPECT_EQ(EOPNOTSUPP, -convert_pipe(fds[0], RINGBUFFER_READ, RING_SIZE));
+		close(fds[0]);
+		close(fds[1]);
+		ASSERT_EQ(0, pipe(fds));
+	}
+
+	/* On a pipe in ring mode packet mode is refused: a byte stream it stays. */
+	ASSERT_EQ(0, convert_pipe(fds[0], RINGBUFFER_READ, RING_SIZE));
+	EXPECT_EQ(EINVAL, FAILS_WITH(fcntl(fds[1], F_SETFL, O_DIRECT)));
+	EXPECT_FALSE(fcntl(fds[1], F_GETFL) & O_DIRECT);
+	EXPECT_EQ(1, write(fds[1], &c, 1));
+	EXPECT_EQ(1, write(fds[1], &c, 1));
+	EXPECT_EQ(2, read(fds[0], buf, sizeof(buf)));
 	close(fds[0]);
 	close(fds[1]);
 }
