@@ -16,7 +16,9 @@ fi
 mode=buffers
 [ "$(cat /proc/sys/fs/pipe-ring-force 2>/dev/null)" = 1 ] && mode=ring
 log=$(mktemp)
-for stressor in pipe fifo splice tee vm-splice; do
+# pipeherd: many processes on one pipe; poll: poll/ppoll/select on pipe
+# ends; sigio: O_ASYNC on a pipe; sigpipe: writes to a pipe without reader.
+for stressor in pipe fifo splice tee vm-splice pipeherd poll sigio sigpipe; do
 	n=$((n + 1))
 	if stress-ng --"$stressor" 2 --verify -t 3 --temp-path /tmp \
 		--metrics-brief >"$log" 2>&1 &&
