@@ -69,7 +69,7 @@ struct target {
 	int fd;
 	enum kind kind;
 	bool ring_file;		/* the file type has ring support */
-	bool refuses;		/* but refuses to create one (notification) */
+	bool refuses;		/* but refuses to create one (notification, packet) */
 	bool pipe_like;		/* rings at least the pipe's 64 KiB */
 	bool readable, writable;
 	int obj[2];		/* index into objs[], per side; -1 none */
@@ -295,6 +295,9 @@ static int setup_targets(struct fuzz *f)
 	o = new_object(f);
 	set_target(f, K_PACKET_R, p[0], true, true, false, o, o);
 	set_target(f, K_PACKET_W, p[1], true, false, true, o, o);
+	/* A ring cannot keep packets apart: no ring for either end. */
+	f->t[K_PACKET_R].refuses = true;
+	f->t[K_PACKET_W].refuses = true;
 
 	/* O_NOTIFICATION_PIPE is O_EXCL; its write end is not needed. */
 	if (pipe2(p, O_EXCL))
