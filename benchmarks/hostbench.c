@@ -45,8 +45,8 @@ struct spsc {
 	_Alignas(128) uint8_t data[RING_SIZE];
 };
 
-enum variant { RW, RING, SPSC, NR_VARIANTS };
-static const char *const variant_name[] = { "rw", "ring", "spsc" };
+enum variant { RW, RING, KEPT, SPSC, NR_VARIANTS };
+static const char *const variant_name[] = { "rw", "ring", "kept", "spsc" };
 
 struct job {
 	enum variant v;
@@ -73,6 +73,8 @@ static void *produce(void *arg)
 	uint32_t head = 0, tail_cache = 0;
 
 	pin(j->cpu);
+	if (j->v == KEPT)
+		fake_ring_keep(&j->m->prod);
 	for (size_t done = 0; done < BYTES; done += j->msg) {
 		switch (j->v) {
 		case RW:
@@ -85,6 +87,7 @@ static void *produce(void *arg)
 			}
 			break;
 		case RING:
+		case KEPT:
 			/* Messages up to PIPE_BUF go in whole; larger ones in parts. */
 			for (size_t w = 0; w < j->msg;) {
 				ssize_t n = rb_write(&j->m->prod, msg + w, j->msg - w);
@@ -135,6 +138,8 @@ static void *consume(void *arg)
 	size_t got = 0;
 
 	pin(j->cpu + 1);
+	if (j->v == KEPT)
+		fake_ring_keep(&j->m->cons);
 	while (got < BYTES) {
 		ssize_t n = 0;
 
@@ -145,6 +150,7 @@ static void *consume(void *arg)
 				return (void *)1;
 			break;
 		case RING:
+		case KEPT:
 			n = rb_read(&j->m->cons, buf, j->msg);
 			if (n < 0 && errno != EBADF)
 				return (void *)1;
@@ -200,7 +206,7 @@ static double run(enum variant v, size_t msg)
 
 	if (v == RW && pipe(j.fds))
 		return -1;
-	if (v == RING) {
+	if (v == RING || v == KEPT) {
 		if (fake_ring_init(&m, RING_SIZE))
 			return -1;
 		j.m = &m;
@@ -221,7 +227,7 @@ static double run(enum variant v, size_t msg)
 		close(j.fds[0]);
 		close(j.fds[1]);
 	}
-	if (v == RING)
+	if (v == RING || v == KEPT)
 		munmap(m.base, m.len);
 	free(j.s);
 	return rp || rc ? -1 : BYTES / t / (1 << 20);
@@ -246,7 +252,7 @@ int main(int argc, char **argv)
 	printf("%-8s", "size");
 	for (int v = 0; v < NR_VARIANTS; v++)
 		printf(" %26s", variant_name[v]);
-	printf(" %11s %11s\n", "ring/spsc", "ring/rw");
+	printf(" %11s %11s %11s %11s\n", "ring/spsc", "ring/rw", "kept/spsc", "kept/rw");
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		printf("%-8zu", sizes[i]);
 		for (int v = 0; v < NR_VARIANTS; v++) {
@@ -258,7 +264,8 @@ int main(int argc, char **argv)
 			med[v] = r[runs / 2];
 			printf(" %10.1f [%6.0f-%6.0f]", med[v], r[0], r[runs - 1]);
 		}
-		printf(" %10.2fx %10.2fx\n", med[RING] / med[SPSC], med[RING] / med[RW]);
+		printf(" %10.2fx %10.2fx %10.2fx %10.2fx\n", med[RING] / med[SPSC],
+		       med[RING] / med[RW], med[KEPT] / med[SPSC], med[KEPT] / med[RW]);
 		fflush(stdout);
 	}
 	return 0;

@@ -818,6 +818,106 @@ TEST_F_TIMEOUT(hostile, lock_waiters_hold_nothing, 120)
 	close(ep);
 }
 
+/* A write(2) of @c in a child: 0 if it went in, else its errno. */
+static pid_t child_write(int fd, char c)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(write(fd, &c, 1) == 1 ? 0 : errno);
+	}
+	return pid;
+}
+
+/*
+ * A kept side (RINGBUFFER_KEEP_LOCK): granted only to the thread that
+ * holds the word, and not while anybody waits for it; the keeper's own
+ * write(2) runs under its word and leaves it kept; another writer takes
+ * the side back, at once while the keeper is out of a copy, and once the
+ * keeper left its copy (busy word) and made the RINGBUFFER_WAKE_LOCK call
+ * otherwise; meanwhile a nonblocking write fails with EAGAIN.
+ */
+TEST_F_TIMEOUT(hostile, kept_side_is_taken_back, 120)
+{
+	uint32_t me = (uint32_t)syscall(SYS_gettid);
+	_Atomic uint32_t *lock = self->p.w.producer_lock;
+	_Atomic uint32_t *keeper = self->p.w.producer_keeper;
+	_Atomic uint32_t *busy = self->p.w.producer_busy;
+	_Atomic uint32_t *waiters = self->p.w.producer_lock_waiters;
+	int nb_wr = reopen(self->p.wr, O_WRONLY | O_NONBLOCK);
+	char buf[8];
+	pid_t pid;
+
+	ASSERT_LE(0, nb_wr);
+	ASSERT_NE(NULL, keeper) TH_LOG("no kept locks in this kernel");
+
+	EXPECT_EQ(EPERM, FAILS_WITH(sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE,
+							  RINGBUFFER_KEEP_LOCK)));
+	atomic_store(lock, (uint32_t)self->foreign);
+	EXPECT_EQ(EPERM, FAILS_WITH(sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE,
+							  RINGBUFFER_KEEP_LOCK)));
+	EXPECT_EQ(EINVAL, FAILS_WITH(sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE,
+							   RINGBUFFER_KEEP_LOCK |
+							   RINGBUFFER_WAKE_LOCK)));
+	atomic_store(lock, me);
+	ASSERT_EQ(0, sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE, RINGBUFFER_KEEP_LOCK));
+	EXPECT_EQ(me, atomic_load(keeper));
+
+	/* The keeper's own write(2): under its word, which stays kept. */
+	interrupt_after_ms(20000);
+	EXPECT_EQ(1, write(self->p.wr, "k", 1));
+	interrupt_cancel();
+	EXPECT_EQ(me, atomic_load(lock));
+	EXPECT_EQ(me, atomic_load(keeper));
+
+	/* In a copy: taken back, but the word stays until the copy ends. */
+	atomic_store(busy, 1);
+	pid = child_write(nb_wr, 'n');
+	ASSERT_LE(0, pid);
+	EXPECT_EQ(EAGAIN, child_result(pid, 30)) TH_LOG("nonblocking write waited");
+	EXPECT_EQ(0, atomic_load(keeper));
+	EXPECT_EQ(me, atomic_load(lock));
+	EXPECT_NE(0, atomic_load(waiters));
+	pid = queued_writer(&self->p, 'w', false);
+	ASSERT_LE(0, pid);
+	ASSERT_TRUE(task_asleep_in(pid, "rb_wait_lock", 1, 30));
+	/* The keeper leaves its copy, sees the waiters, makes the call. */
+	atomic_store(busy, 0);
+	ASSERT_NE(0, atomic_load(waiters));
+	ASSERT_EQ(0, sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE, RINGBUFFER_WAKE_LOCK));
+	EXPECT_EQ(0, child_result(pid, 30));
+	EXPECT_EQ(0, atomic_load(lock));
+	EXPECT_EQ(0, atomic_load(waiters));
+
+	/* Kept again, out of any copy: another writer takes it back at once. */
+	atomic_store(lock, me);
+	ASSERT_EQ(0, sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE, RINGBUFFER_KEEP_LOCK));
+	pid = child_write(self->p.wr, 'v');
+	ASSERT_LE(0, pid);
+	EXPECT_EQ(0, child_result(pid, 30));
+	EXPECT_EQ(0, atomic_load(keeper));
+	EXPECT_EQ(0, atomic_load(lock));
+
+	/* Not granted while a writer waits for the word. */
+	atomic_store(lock, (uint32_t)self->foreign);
+	pid = queued_writer(&self->p, 'u', false);
+	ASSERT_LE(0, pid);
+	ASSERT_TRUE(task_asleep_in(pid, "rb_wait_lock", 1, 30));
+	atomic_store(lock, me);
+	EXPECT_EQ(EBUSY, FAILS_WITH(sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE,
+							  RINGBUFFER_KEEP_LOCK)));
+	EXPECT_EQ(0, atomic_load(keeper));
+	atomic_store(lock, 0);
+	ASSERT_EQ(0, sys_ringbuffer_wakeup(self->p.wr, RINGBUFFER_WRITE, RINGBUFFER_WAKE_LOCK));
+	EXPECT_EQ(0, child_result(pid, 30));
+
+	/* Nothing lost, nothing added, in order. */
+	EXPECT_EQ(4, read(self->p.rd, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "kwvu", 4));
+	close(nb_wr);
+}
+
 /* A live process that does not map the ring (it unmapped what fork gave it). */
 static pid_t spawn_unmapped(struct hostile_pipe *p)
 {

@@ -63,6 +63,11 @@ struct rb_view {
 	_Atomic uint32_t *write_waiters;
 	_Atomic uint32_t *producer_lock_waiters;
 	_Atomic uint32_t *consumer_lock_waiters;
+	/* Kept locks; NULL on a kernel without them. */
+	_Atomic uint32_t *producer_keeper;
+	_Atomic uint32_t *consumer_keeper;
+	_Atomic uint32_t *producer_busy;
+	_Atomic uint32_t *consumer_busy;
 	uint8_t *data;
 	uint32_t size;
 	uint32_t mask;
@@ -95,6 +100,14 @@ static inline int rb_view_map(struct rb_view *v, int fd, unsigned int rw,
 		(_Atomic uint32_t *)(base + off->producer_lock_waiters);
 	v->consumer_lock_waiters =
 		(_Atomic uint32_t *)(base + off->consumer_lock_waiters);
+	v->producer_keeper = v->consumer_keeper = NULL;
+	v->producer_busy = v->consumer_busy = NULL;
+	if (off->producer_keeper) {
+		v->producer_keeper = (_Atomic uint32_t *)(base + off->producer_keeper);
+		v->consumer_keeper = (_Atomic uint32_t *)(base + off->consumer_keeper);
+		v->producer_busy = (_Atomic uint32_t *)(base + off->producer_busy);
+		v->consumer_busy = (_Atomic uint32_t *)(base + off->consumer_busy);
+	}
 	v->data = (uint8_t *)base + off->data;
 	v->size = v->hdr->size;
 	v->mask = v->hdr->mask;

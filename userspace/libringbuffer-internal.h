@@ -24,6 +24,19 @@ struct rb_ring {
 	_Atomic uint32_t *lock_waiters;	/* our side's */
 	_Atomic uint32_t *peer_waiters;	/* the other side's sleepers */
 	_Atomic uint32_t *peer_lock;	/* the other side's lock word */
+	/* Kept locks (RINGBUFFER_KEEP_LOCK); NULL if the kernel has none. */
+	_Atomic uint32_t *keeper;	/* our side's, in the read-only header */
+	_Atomic uint32_t *busy;		/* our side's */
+	_Atomic uint32_t *peer_keeper;
+	_Atomic uint32_t *peer_busy;
+	/* The thread that keeps our side, as far as we know; 0 if none. */
+	_Atomic uint32_t kept_by;
+	/*
+	 * Acquisitions of our side's word in a row that found it free and
+	 * nobody waiting (negative after the side was taken back from us:
+	 * not asked for again soon); changed by the holder only.
+	 */
+	int uncontended;
 	/*
 	 * The other side's position as last loaded.  It only moves forward
 	 * (more data for a consumer, more space for a producer), so a stale
@@ -50,6 +63,16 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base);
  */
 #define RB_HIDDEN __attribute__((visibility("hidden")))
 RB_HIDDEN int rb_kernel_has_rings(void);
+/*
+ * Take our side's lock: kept (no atomic operation), or from a free word
+ * in at most @spins polls.  RB_LOCKED, RB_LOCK_BUSY (held by another),
+ * or RB_LOCK_OWN_THREAD (this thread holds it already: a reserve without
+ * commit, or a signal handler that interrupted a copy).
+ */
+enum rb_lock_result { RB_LOCKED, RB_LOCK_BUSY, RB_LOCK_OWN_THREAD };
+RB_HIDDEN enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins);
+/* Before the ring is unmapped: a side this thread keeps is let go. */
+RB_HIDDEN void rb_let_go(struct rb_ring *r);
 RB_HIDDEN void rb_unlock(struct rb_ring *r);
 RB_HIDDEN void rb_unlock_unchanged(struct rb_ring *r);
 RB_HIDDEN void rb_publish(struct rb_ring *r, uint32_t own, size_t n);

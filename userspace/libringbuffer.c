@@ -25,6 +25,15 @@
 #define RB_SPINS	64
 
 /*
+ * Uncontended acquisitions in a row after which the side is kept
+ * (RINGBUFFER_KEEP_LOCK), and how many more wait for the next try once
+ * the side was taken back or the kernel said no: taking a side back costs
+ * the contender a barrier on every CPU, which should stay rare.
+ */
+#define RB_KEEP_AFTER	64
+#define RB_KEEP_BACKOFF	4096
+
+/*
  * How long an empty or full ring is polled before the caller sleeps in
  * the kernel (see rb_spin_ready()): a base, plus the time the peer needs
  * to produce or consume the bytes awaited at about 4 GB/s, restarted
@@ -154,11 +163,23 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->producer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->read_waiters);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->consumer_lock);
+		if (off->producer_keeper) {
+			r->keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
+			r->busy = (_Atomic uint32_t *)(b + off->producer_busy);
+			r->peer_keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
+			r->peer_busy = (_Atomic uint32_t *)(b + off->consumer_busy);
+		}
 	} else {
 		r->lock = (_Atomic uint32_t *)(b + off->consumer_lock);
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->consumer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->write_waiters);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->producer_lock);
+		if (off->consumer_keeper) {
+			r->keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
+			r->busy = (_Atomic uint32_t *)(b + off->consumer_busy);
+			r->peer_keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
+			r->peer_busy = (_Atomic uint32_t *)(b + off->producer_busy);
+		}
 	}
 	return 0;
 }
@@ -192,8 +213,10 @@ void rb_close(struct rb_ring *r)
 {
 	if (!r)
 		return;
-	if (r->mapped)
+	if (r->mapped) {
+		rb_let_go(r);
 		munmap(r->base, r->map_size);
+	}
 	free(r);
 }
 
@@ -212,37 +235,157 @@ uint32_t rb_size(const struct rb_ring *r)
 	return r->mapped ? r->size : 0;
 }
 
-static int rb_lock(struct rb_ring *r)
+/*
+ * Whether this thread keeps our side.  A relaxed load: kept_by changes
+ * only in the thread it names (or in a fork child, which has another id).
+ */
+static int rb_keeping(struct rb_ring *r)
+{
+	uint32_t kept_by = atomic_load_explicit(&r->kept_by, memory_order_relaxed);
+
+	return kept_by && kept_by == my_tid();
+}
+
+/*
+ * We kept our side and are out of any copy: stop keeping it.  The
+ * RINGBUFFER_WAKE_LOCK call frees the word (or ends the kernel's taking it
+ * back) and wakes whoever waits for it.
+ */
+static void rb_stop_keeping(struct rb_ring *r)
+{
+	atomic_store_explicit(&r->kept_by, 0, memory_order_relaxed);
+	r->uncontended = -RB_KEEP_BACKOFF;
+	sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
+}
+
+void rb_let_go(struct rb_ring *r)
+{
+	if (r->keeper && rb_keeping(r))
+		rb_stop_keeping(r);
+}
+
+/*
+ * The fast path of a kept side: no atomic read-modify-write and no fence.
+ * We say that we copy, then check that the kernel still names us keeper;
+ * a compiler barrier between the store and the load suffices, because
+ * whoever takes the side back clears the keeper word, then makes every
+ * CPU execute a full barrier, then loads our busy word: either we see the
+ * word cleared, or it sees us busy and waits (ringbuffer.rst, "Kept
+ * locks").
+ */
+static enum rb_lock_result rb_lock_kept(struct rb_ring *r, uint32_t tid)
+{
+	/* Busy already: this thread is in a copy (reserve without commit). */
+	if (atomic_load_explicit(r->busy, memory_order_relaxed))
+		return RB_LOCK_OWN_THREAD;
+	atomic_store_explicit(r->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Acquire: our copy does not start before the check. */
+	if (atomic_load_explicit(r->keeper, memory_order_acquire) == tid)
+		return RB_LOCKED;
+	/* Taken back: the word is still ours until the kernel frees it. */
+	atomic_store_explicit(r->busy, 0, memory_order_release);
+	rb_stop_keeping(r);
+	return RB_LOCK_BUSY;
+}
+
+enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 {
 	uint32_t tid = my_tid();
 
-	for (int spins = 0;; spins++) {
+	if (r->keeper && rb_keeping(r)) {
+		enum rb_lock_result res = rb_lock_kept(r, tid);
+
+		if (res != RB_LOCK_BUSY)
+			return res;
+	}
+	for (unsigned int i = 0, contended = 0;; i++) {
 		uint32_t expected = 0;
 
 		/* Acquire: we see what the previous holder stored. */
 		if (atomic_compare_exchange_weak_explicit(r->lock, &expected, tid,
-				memory_order_acquire, memory_order_relaxed))
+				memory_order_acquire, memory_order_relaxed)) {
+			/* Counted by the holder only, so under the lock. */
+			if (contended && r->uncontended > 0)
+				r->uncontended = 0;
+			else if (!contended && r->uncontended < RB_KEEP_AFTER)
+				r->uncontended++;
+			return RB_LOCKED;
+		}
+		if (expected == tid)
+			return RB_LOCK_OWN_THREAD;
+		/* A weak exchange may fail spuriously: that is no contention. */
+		if (expected)
+			contended = 1;
+		if (i >= spins)
+			return RB_LOCK_BUSY;
+		rb_cpu_relax();
+	}
+}
+
+static int rb_lock(struct rb_ring *r)
+{
+	for (;;) {
+		switch (rb_trylock(r, RB_SPINS)) {
+		case RB_LOCKED:
 			return 0;
-		if (expected == tid) {
+		case RB_LOCK_OWN_THREAD:
 			/* Our own thread holds it: a reserve without commit. */
 			errno = EDEADLK;
 			return -1;
-		}
-		if (spins < RB_SPINS) {
-			rb_cpu_relax();
-			continue;
+		case RB_LOCK_BUSY:
+			break;
 		}
 		/* The kernel sleeps until it changes, or frees a dead holder's. */
 		if (sys_ringbuffer_wait(r->fd, r->rw, 0, NULL, RINGBUFFER_WAIT_LOCK) &&
 		    errno != EINTR)
 			return -1;
-		spins = 0;
 	}
+}
+
+/*
+ * Leave a copy of a kept side.  Release: what we copied and our position
+ * are visible to whoever takes the side back.  Then, with only a compiler
+ * barrier (see rb_lock_kept()), look whether anybody waits for the side
+ * and, after a change, for what we did.
+ */
+static void rb_unlock_kept(struct rb_ring *r, int changed)
+{
+	atomic_store_explicit(r->busy, 0, memory_order_release);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
+		rb_stop_keeping(r);
+	if (changed && atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
+}
+
+/*
+ * Instead of releasing the word: after RB_KEEP_AFTER uncontended
+ * acquisitions, ask the kernel to let us keep it.  1 if it did.
+ */
+static int rb_try_keep(struct rb_ring *r)
+{
+	if (!r->keeper || r->uncontended < RB_KEEP_AFTER)
+		return 0;
+	r->uncontended = 0;
+	if (sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_KEEP_LOCK)) {
+		/* Somebody waits (EBUSY); otherwise, never again (EPERM...). */
+		r->uncontended = errno == EBUSY ? -RB_KEEP_BACKOFF : INT_MIN;
+		return 0;
+	}
+	atomic_store_explicit(&r->kept_by, my_tid(), memory_order_relaxed);
+	return 1;
 }
 
 /* No sleeper waits for what we did not do: release, wake lock waiters. */
 void rb_unlock_unchanged(struct rb_ring *r)
 {
+	if (r->keeper && rb_keeping(r)) {
+		rb_unlock_kept(r, 0);
+		return;
+	}
+	if (rb_try_keep(r))
+		return;
 	atomic_store_explicit(r->lock, 0, memory_order_release);
 	/* Lock word store before the waiter count load, as in rb_unlock(). */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -252,6 +395,16 @@ void rb_unlock_unchanged(struct rb_ring *r)
 
 void rb_unlock(struct rb_ring *r)
 {
+	if (r->keeper && rb_keeping(r)) {
+		rb_unlock_kept(r, 1);
+		return;
+	}
+	if (rb_try_keep(r)) {
+		/* The system call was a full barrier after our position store. */
+		if (atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+			sys_ringbuffer_wakeup(r->fd, r->rw, 0);
+		return;
+	}
 	/* Release: our position store is visible to the next holder. */
 	atomic_store_explicit(r->lock, 0, memory_order_release);
 	/*
@@ -393,6 +546,16 @@ static uint64_t rb_now_ns(void)
  *   for ever or stores garbage cannot keep us spinning.
  * The clock is read once every 16 polls.
  */
+/* Whether the peer seems to be in a copy: its busy word, or its lock held. */
+static int rb_peer_copying(struct rb_ring *r)
+{
+	/* Relaxed: signs of life only. */
+	if (r->peer_keeper &&
+	    atomic_load_explicit(r->peer_keeper, memory_order_relaxed))
+		return atomic_load_explicit(r->peer_busy, memory_order_relaxed) != 0;
+	return atomic_load_explicit(r->peer_lock, memory_order_relaxed) != 0;
+}
+
 int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 {
 	_Atomic uint32_t *peer_pos = r->rw == RB_WRITE ? r->tail : r->head;
@@ -422,8 +585,7 @@ int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 			seen = pos;
 			continue;
 		}
-		if (pos != seen ||
-		    atomic_load_explicit(r->peer_lock, memory_order_relaxed)) {
+		if (pos != seen || rb_peer_copying(r)) {
 			seen = pos;
 			last = now;
 		}

@@ -114,7 +114,6 @@ static pid_t (*real_fork)(void);
  * touch these; signal fences order them against a handler.
  */
 static _Thread_local struct shim_ring *in_fast_path;
-static _Thread_local uint32_t cached_tid;
 static _Thread_local char *pending;
 static _Thread_local volatile size_t pending_len;
 static _Thread_local struct shim_ring *pending_ring;
@@ -142,18 +141,6 @@ static void *real_sym(void **slot, const char *name)
 }
 
 #define REAL(name) ((__typeof__(real_##name))real_sym((void **)&real_##name, #name))
-
-static void forget_tid(void)
-{
-	cached_tid = 0;
-}
-
-static uint32_t my_tid(void)
-{
-	if (!cached_tid)
-		cached_tid = (uint32_t)syscall(SYS_gettid);
-	return cached_tid;
-}
 
 static void parse_selection(const char *spec)
 {
@@ -195,7 +182,6 @@ static void shim_init(void)
 	real_closefrom = (__typeof__(real_closefrom))dlsym(RTLD_NEXT, "closefrom");
 	REAL(fclose); REAL(pclose); REAL(freopen); REAL(freopen64);
 	REAL(daemon); REAL(pipe); REAL(pipe2); REAL(fork);
-	pthread_atfork(NULL, NULL, forget_tid);
 	/* Also lets the library's wake-ups through, which rb_unlock() makes. */
 	if (!rb_kernel_has_rings())
 		return;
@@ -214,6 +200,7 @@ static struct shim_ring *slot_ring(uint64_t word)
 
 static void ring_free(struct shim_ring *sr)
 {
+	rb_let_go(&sr->rb);
 	munmap(sr->rb.base, sr->rb.map_size);
 	munmap(sr, sizeof(*sr));
 }
@@ -344,27 +331,6 @@ static void fast_path_exit(int fd)
 
 /* --- the ring ------------------------------------------------------- */
 
-enum lock_result { LOCKED, BUSY, OWN_THREAD };
-
-static enum lock_result ring_trylock(struct rb_ring *r)
-{
-	uint32_t tid = my_tid();
-
-	for (int spins = 0; spins < SPINS; spins++) {
-		uint32_t expected = 0;
-
-		/* Acquire: we see what the previous holder stored. */
-		if (atomic_compare_exchange_weak_explicit(r->lock, &expected, tid,
-				memory_order_acquire, memory_order_relaxed))
-			return LOCKED;
-		if (expected == tid)
-			return OWN_THREAD;
-		rb_cpu_relax();
-	}
-	/* Held for long (or by a dead task): the kernel waits properly. */
-	return BUSY;
-}
-
 /* Copy @n bytes between ring position @pos and @iov, from byte @skip on. */
 static void copy_iov(struct rb_ring *r, uint32_t pos, const struct iovec *iov,
 		     size_t skip, size_t n)
@@ -404,12 +370,13 @@ static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
 	uint32_t head, tail, used, own;
 	size_t avail, n;
 
-	switch (ring_trylock(r)) {
-	case LOCKED:
+	/* Held for long (or by a dead task): the kernel waits properly. */
+	switch (rb_trylock(r, SPINS)) {
+	case RB_LOCKED:
 		break;
-	case OWN_THREAD:
+	case RB_LOCK_OWN_THREAD:
 		return -1;
-	default:
+	case RB_LOCK_BUSY:
 		return 0;
 	}
 	if (r->rw == RB_WRITE) {

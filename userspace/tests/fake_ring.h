@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/ringbuffer.h>
@@ -57,11 +58,42 @@ static inline int fake_ring_init(struct fake_ring *f, uint32_t size)
 	h->offsets.consumer_lock = page + 128;
 	h->offsets.head = 2 * page;
 	h->offsets.producer_lock = 2 * page + 128;
+	h->offsets.consumer_keeper = 896;
+	h->offsets.producer_keeper = 1024;
+	h->offsets.consumer_busy = page + 256;
+	h->offsets.producer_busy = 2 * page + 256;
 	h->offsets.data = ctl;
 	f->base = b;
 	/* fd -1: no kernel behind it; the tests never make it sleep. */
 	return rb_init_mapping(&f->prod, -1, RB_WRITE, b) ||
 	       rb_init_mapping(&f->cons, -1, RB_READ, b);
+}
+
+/*
+ * What the kernel does for RINGBUFFER_KEEP_LOCK, for the calling thread:
+ * it holds the word and the header names it as the side's keeper.
+ */
+static inline void fake_ring_keep(struct rb_ring *r)
+{
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+
+	atomic_store(r->lock, tid);
+	atomic_store(r->keeper, tid);
+	atomic_store(&r->kept_by, tid);
+}
+
+/*
+ * What the kernel does to take a kept side back: the header no longer
+ * names the keeper; once the keeper is out of its copy (returns 0 while
+ * it is still in it), the word is freed.
+ */
+static inline int fake_ring_take_back(struct rb_ring *r)
+{
+	atomic_store(r->keeper, 0);
+	if (atomic_load(r->busy))
+		return 0;
+	atomic_store(r->lock, 0);
+	return 1;
 }
 
 #endif /* FAKE_RING_H */

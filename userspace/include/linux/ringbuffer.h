@@ -31,6 +31,7 @@
 #define RINGBUFFER_WAIT_LOCK	(1U << 0)	/* for the side's lock word */
 /* ringbuffer_wakeup(2) flags */
 #define RINGBUFFER_WAKE_LOCK	(1U << 0)	/* who waits for the side's lock */
+#define RINGBUFFER_KEEP_LOCK	(1U << 1)	/* keep the lock held, see the doc */
 
 /*
  * Lock words: 0 when free, else the thread id of the holder (in the pid
@@ -54,7 +55,11 @@ struct ringbuffer_offsets {
 	__u32	data;		/* the data area, mapped twice in a row */
 	__u32	producer_lock_waiters;	/* tasks asleep until it is free */
 	__u32	consumer_lock_waiters;
-	__u32	resv[6];
+	__u32	producer_keeper;	/* who keeps the producer lock; header */
+	__u32	consumer_keeper;
+	__u32	producer_busy;	/* the keeper is copying; producer page */
+	__u32	consumer_busy;	/* consumer page */
+	__u32	resv[2];
 };
 
 /*
