@@ -243,6 +243,9 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 5;
+	/* For profiling one variant at one size: hostbench RUNS VARIANT SIZE. */
+	const char *only = argc > 2 ? argv[2] : NULL;
+	size_t only_size = argc > 3 ? strtoul(argv[3], NULL, 10) : 0;
 	double med[NR_VARIANTS];
 
 	if (runs < 1 || runs > 99)
@@ -254,9 +257,17 @@ int main(int argc, char **argv)
 		printf(" %26s", variant_name[v]);
 	printf(" %11s %11s %11s %11s\n", "ring/spsc", "ring/rw", "kept/spsc", "kept/rw");
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		if (only_size && sizes[i] != only_size)
+			continue;
 		printf("%-8zu", sizes[i]);
 		for (int v = 0; v < NR_VARIANTS; v++) {
 			double r[99];
+
+			if (only && strcmp(only, variant_name[v])) {
+				med[v] = 0;
+				printf(" %26s", "-");
+				continue;
+			}
 
 			for (int k = 0; k < runs; k++)
 				r[k] = run(v, sizes[i]);

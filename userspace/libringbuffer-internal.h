@@ -9,7 +9,13 @@
 
 #include "ringbuffer-syscalls.h"
 
-struct rb_ring {
+/*
+ * Aligned to a cache line pair, so that the producer's and the consumer's
+ * structs, which each side writes (peer_pos, uncontended), never share one.
+ */
+#define RB_RING_ALIGN	128
+
+struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	int fd;
 	int rw;
 	int mapped;

@@ -194,9 +194,11 @@ struct rb_ring *rb_open(int fd, int rw, uint32_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	r = calloc(1, sizeof(*r));
+	/* sizeof is a multiple of the alignment, as aligned_alloc() wants. */
+	r = aligned_alloc(RB_RING_ALIGN, sizeof(*r));
 	if (!r)
 		return NULL;
+	memset(r, 0, sizeof(*r));
 	r->fd = fd;
 	r->rw = rw;
 	if (!rb_kernel_has_rings() || sys_ringbuffer(fd, rw, size, &addr, 0))
@@ -540,8 +542,8 @@ static uint64_t rb_now_ns(void)
  *   many microseconds, and a fixed microsecond would put the reader to
  *   sleep every time, then the writer when the ring fills;
  * - it restarts whenever the peer is seen running: its position moved,
- *   or it holds its side lock (it is copying, in user space or in the
- *   kernel);
+ *   or, when the budget ran out, it holds its side lock or its busy word
+ *   is set (it is copying, in user space or in the kernel);
  * - RB_SPIN_MAX_NS bounds the whole, so that a peer that holds its lock
  *   for ever or stores garbage cannot keep us spinning.
  * The clock is read once every 16 polls.
@@ -585,7 +587,12 @@ int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 			seen = pos;
 			continue;
 		}
-		if (pos != seen || rb_peer_copying(r)) {
+		/*
+		 * The peer's busy or lock word only when the budget ran out:
+		 * each look takes its cache line from the peer, which then
+		 * misses on its next store there.
+		 */
+		if (pos != seen || (now - last > budget && rb_peer_copying(r))) {
 			seen = pos;
 			last = now;
 		}
