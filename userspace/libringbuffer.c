@@ -505,7 +505,7 @@ static uint32_t rb_end_flag(const struct rb_ring *r)
 	return r->rw == RB_WRITE ? RINGBUFFER_BROKEN : RINGBUFFER_EOF;
 }
 
-static int rb_side_ended(const struct rb_ring *r)
+int rb_side_ended(const struct rb_ring *r)
 {
 	return (atomic_load_explicit(r->flags, memory_order_acquire) &
 		rb_end_flag(r)) != 0;

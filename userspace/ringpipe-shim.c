@@ -405,13 +405,6 @@ static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
 	return n;
 }
 
-static int side_ended(struct shim_ring *sr)
-{
-	uint32_t flag = sr->rb.rw == RB_WRITE ? RINGBUFFER_BROKEN : RINGBUFFER_EOF;
-
-	return atomic_load_explicit(sr->rb.flags, memory_order_acquire) & flag;
-}
-
 /*
  * Move as much of @iov as the ring takes now; writes of up to PIPE_BUF
  * bytes go whole or not at all.  Returns bytes moved, or -1 if this thread
@@ -431,7 +424,7 @@ static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
 		if (!rb_spin_ready(&sr->rb, want, total - done))
 			break;
 		/* No reader: the kernel says EPIPE and raises SIGPIPE. */
-		if (writer && side_ended(sr))
+		if (writer && rb_side_ended(&sr->rb))
 			break;
 		n = ring_copy(sr, iov, done, total - done, want);
 		if (n < 0)
@@ -445,7 +438,7 @@ static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
 			continue;
 		}
 		/* Empty after the end: the kernel says 0. */
-		if (!writer && side_ended(sr))
+		if (!writer && rb_side_ended(&sr->rb))
 			break;
 	}
 	return done;
@@ -496,7 +489,7 @@ static void flush_deferred(struct shim_ring *sr)
 		uint32_t want = total < sr->rb.size ? (uint32_t)total : 1;
 		ssize_t n;
 
-		if (side_ended(sr))
+		if (rb_side_ended(&sr->rb))
 			break;	/* no reader: nobody can receive them any more */
 		/* Handlers interrupting the copy see us inside and append. */
 		in_fast_path = sr;
