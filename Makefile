@@ -35,7 +35,7 @@ LIB_MAP := userspace/libringbuffer.map
 SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer
 SHIM_DEPS := userspace/ringpipe-shim.c $(LIB_SRC) $(LIB_HDRS)
 # Test programs run in the VM, under the shim or beside it.
-SHIM_TESTS := test_shim records
+SHIM_TESTS := test_shim records stdio_mix
 SHIM_TEST_BINS := $(addprefix userspace/tests/out/,$(SHIM_TESTS))
 
 # make install: a distribution's layout by default.

@@ -18,6 +18,10 @@
  * call returns, so a number reused for another file never reaches a ring.
  * The table is per process and lock-free, because close(2) and write(2)
  * may be called from signal handlers.
+ *
+ * glibc's stdio reads and writes with libc-internal functions that no
+ * interposed read() or write() sees; stdin and stdout on selected pipes
+ * get streams whose I/O goes through ours (see take_over_stdio()).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,6 +32,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,6 +40,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include <linux/ringbuffer.h>
 
@@ -170,6 +176,8 @@ static void parse_selection(const char *spec)
 	}
 }
 
+static void take_over_stdio(FILE **std, int fd, const char *mode);
+
 __attribute__((constructor))
 static void shim_init(void)
 {
@@ -187,6 +195,10 @@ static void shim_init(void)
 		return;
 	parse_selection(getenv("RINGPIPE_FDS"));
 	shim_enabled = 1;
+	if (!getenv("RINGPIPE_STDIO") || strcmp(getenv("RINGPIPE_STDIO"), "0")) {
+		take_over_stdio(&stdin, 0, "r");
+		take_over_stdio(&stdout, 1, "w");
+	}
 }
 
 /* --- the fd table --------------------------------------------------- */
@@ -656,6 +668,94 @@ SHIM_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 SHIM_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	return shim_io(fd, iov, iovcnt, RB_WRITE);
+}
+
+/* --- stdio ------------------------------------------------------------ */
+
+/*
+ * The I/O functions of the streams that stand in for stdin and stdout:
+ * those of glibc's file streams, on the shim's read() and write().  A
+ * write goes on after a partial one and stops at an error, which the
+ * stream then shows (ferror), as glibc's own does.
+ */
+static ssize_t stdio_read(void *cookie, char *buf, size_t len)
+{
+	return read((int)(intptr_t)cookie, buf, len);
+}
+
+static ssize_t stdio_write(void *cookie, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write((int)(intptr_t)cookie, buf + done, len - done);
+
+		if (n < 0)
+			return done ? (ssize_t)done : -1;
+		done += n;
+	}
+	return done;
+}
+
+static int stdio_seek(void *cookie, off64_t *offset, int whence)
+{
+	off64_t pos = lseek64((int)(intptr_t)cookie, *offset, whence);
+
+	if (pos < 0)
+		return -1;
+	*offset = pos;
+	return 0;
+}
+
+static int stdio_close(void *cookie)
+{
+	return close((int)(intptr_t)cookie);
+}
+
+/*
+ * Put a stream of our own in place of *@std (stdin or stdout) if it is
+ * still unused and @fd is a selected pipe end.  It keeps what glibc would
+ * have chosen: the fd (fileno() works, and freopen() reuses it), full
+ * buffering with a buffer of st_blksize bytes up to BUFSIZ (so a write of
+ * a full buffer stays within PIPE_BUF and is not interleaved with other
+ * writers'), and glibc's own flushing at exit, at fflush(NULL) and
+ * before a read of a line-buffered stream; fork() copies unflushed data
+ * as it does for any stream.  Not done for a stream already used,
+ * oriented or given a buffering mode (stdbuf(1) sets one before main()),
+ * nor with RINGPIPE_STDIO=0.  The streams cannot turn wide
+ * (fwide(), wprintf()): glibc gives cookie streams no wide buffers.
+ */
+/* glibc's FILE flags (libio.h) for a buffering mode set by setvbuf(). */
+#define GLIBC_IO_UNBUFFERED	0x0002
+#define GLIBC_IO_LINE_BUF	0x0200
+
+static void take_over_stdio(FILE **std, int fd, const char *mode)
+{
+	static const cookie_io_functions_t io = {
+		stdio_read, stdio_write, stdio_seek, stdio_close,
+	};
+	struct stat st;
+	size_t size;
+	char *buf;
+	FILE *f;
+
+	if (!*std || fileno(*std) != fd || fwide(*std, 0) ||
+	    ((*std)->_flags & (GLIBC_IO_UNBUFFERED | GLIBC_IO_LINE_BUF)) ||
+	    __fpending(*std) || (*std)->_IO_read_ptr < (*std)->_IO_read_end ||
+	    (!select_all && !selected_fd[fd]) || fstat(fd, &st) ||
+	    !S_ISFIFO(st.st_mode))
+		return;
+	size = st.st_blksize > 0 && st.st_blksize < BUFSIZ ? st.st_blksize : BUFSIZ;
+	buf = malloc(size);
+	f = buf ? fopencookie((void *)(intptr_t)fd, mode, io) : NULL;
+	if (!f || setvbuf(f, buf, _IOFBF, size)) {
+		if (f)
+			REAL(fclose)(f);
+		free(buf);
+		return;
+	}
+	f->_fileno = fd;
+	*std = f;
 }
 
 /* --- calls that close or replace fds -------------------------------- */
