@@ -50,17 +50,34 @@ compare "200000 records of 16 bytes, one write(2) and one read(2) each" \
 	"$records write $n 16 | $records read 16" \
 	"$ringpipe $records write $n 16 | $ringpipe $records read 16"
 
-compare "yes | head -c 64M | sha256sum" $((64 << 20)) \
+compare "yes | head -c 64M | sha256sum (sha256sum reads with stdio)" $((64 << 20)) \
 	"yes | head -c 64M | sha256sum" \
-	"$ringpipe yes | $ringpipe head -c 64M | sha256sum"
+	"$ringpipe yes | $ringpipe head -c 64M | $ringpipe sha256sum"
+
+# grep with --line-buffered writes each line as it finds it (stdio, one
+# write(2) per line), as in a pipeline that follows a log.
+lines=300000
+grep_bytes=$(seq 1 $lines | grep 1 | wc -c)
+compare "seq | grep --line-buffered | wc -l (all three print with stdio)" "$grep_bytes" \
+	"seq 1 $lines | grep --line-buffered 1 | wc -l" \
+	"$ringpipe seq 1 $lines | $ringpipe grep --line-buffered 1 | $ringpipe wc -l"
 
 echo
 echo "== same bytes either way"
-a=$(set +o pipefail; yes | head -c 64M | sha256sum)
-b=$(set +o pipefail; "$ringpipe" yes | "$ringpipe" head -c 64M | sha256sum)
-echo "   plain:    $a"
-echo "   ringpipe: $b"
-[ "$a" = "$b" ] || { echo "demo: the outputs differ"; exit 1; }
+same() {
+	local a b
+	a=$(set +o pipefail; bash -c "$1" | sha256sum)
+	b=$(set +o pipefail; bash -c "$2" | sha256sum)
+	printf '   %-40s %s\n' "$3" "$([ "$a" = "$b" ] && echo identical || echo DIFFERENT)"
+	[ "$a" = "$b" ] || { echo "demo: the outputs differ"; exit 1; }
+}
+# records checks what it reads (none lost, torn or out of order).
+same "$records write 20000 16 | $records read 16 | sed 's/ in .*//'" \
+	"$ringpipe $records write 20000 16 | $ringpipe $records read 16 | sed 's/ in .*//'" \
+	"records write | records read"
+same "yes | head -c 64M" "$ringpipe yes | $ringpipe head -c 64M" "yes | head -c 64M"
+same "seq 1 $lines | grep --line-buffered 1" \
+	"$ringpipe seq 1 $lines | $ringpipe grep --line-buffered 1" "seq | grep --line-buffered"
 
 echo
 echo "== system calls of the writer of 20000 16-byte records (strace)"
