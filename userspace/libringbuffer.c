@@ -514,12 +514,8 @@ int rb_side_ended(const struct rb_ring *r)
 /* Counted once at load, so that rb_spin_ready() is async-signal-safe. */
 static int online_cpus = 1;
 
-__attribute__((constructor)) static void count_online_cpus(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	online_cpus = n > 0 ? (int)n : 1;
-}
+/* The spin's base budget: see measure_spin_base(). */
+static uint64_t spin_base_ns = RB_SPIN_BASE_NS;
 
 static uint64_t rb_now_ns(void)
 {
@@ -527,6 +523,34 @@ static uint64_t rb_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Going to sleep and being woken costs both sides system calls and two
+ * context switches: on hardware a few microseconds, under emulation or in
+ * a guest with costly exits a hundred times that.  The spin's base budget
+ * is what eight system calls cost here, measured once, and at least
+ * RB_SPIN_BASE_NS: where sleeping costs more, spinning longer pays.
+ */
+static void measure_spin_base(void)
+{
+	uint64_t t0 = rb_now_ns(), per_call;
+
+	for (int i = 0; i < 16; i++)
+		syscall(SYS_getppid);
+	per_call = (rb_now_ns() - t0) / 16;
+	if (8 * per_call > spin_base_ns)
+		spin_base_ns = 8 * per_call < RB_SPIN_MAX_NS / 4 ? 8 * per_call :
+								RB_SPIN_MAX_NS / 4;
+}
+
+__attribute__((constructor)) static void count_online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	online_cpus = n > 0 ? (int)n : 1;
+	if (online_cpus > 1)
+		measure_spin_base();
 }
 
 /*
@@ -568,7 +592,7 @@ int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 		return rb_may_go(r, want) || rb_side_ended(r);
 	if (awaited > r->size)
 		awaited = r->size;
-	budget = RB_SPIN_BASE_NS + (uint64_t)awaited * RB_SPIN_PS_PER_BYTE / 1000;
+	budget = spin_base_ns + (uint64_t)awaited * RB_SPIN_PS_PER_BYTE / 1000;
 	for (unsigned int i = 1;; i++) {
 		uint32_t pos;
 		uint64_t now;
