@@ -3,13 +3,13 @@
 #
 # userspace/demo.sh: what `make demo` runs inside the VM (release kernel).
 # The same unmodified programs, once plainly and once under ringpipe(1),
-# side by side: throughput (median of three runs) and the writer's system
+# side by side: throughput (median of five interleaved runs) and the writer's system
 # calls as strace(1) counts them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ringpipe=$here/ringpipe
 records=$here/tests/out/records
-runs=3
+runs=5
 
 now() { date +%s.%N; }
 median() { sort -g | sed -n "$(( (runs + 1) / 2 ))p"; }
@@ -33,9 +33,14 @@ compare() {
 	echo "== $title"
 	echo "   plain:        $plain"
 	echo "   under ring:   $shim"
-	for ((i = 0; i < runs; i++)); do time_pipeline "$bytes" "$plain"; echo; done | median >/tmp/p
-	for ((i = 0; i < runs; i++)); do time_pipeline "$bytes" "$shim"; echo; done | median >/tmp/s
-	p=$(cat /tmp/p) s=$(cat /tmp/s)
+	# Interleaved, so that the host's load drifts over both alike.
+	rm -f /tmp/p.all /tmp/s.all
+	for ((i = 0; i < runs; i++)); do
+		time_pipeline "$bytes" "$plain" >>/tmp/p.all; echo >>/tmp/p.all
+		time_pipeline "$bytes" "$shim" >>/tmp/s.all; echo >>/tmp/s.all
+	done
+	p=$(median </tmp/p.all) s=$(median </tmp/s.all)
+	rm -f /tmp/p.all /tmp/s.all
 	printf '   %-14s %10s MiB/s\n' plain "$p" ringpipe "$s"
 	awk -v p="$p" -v s="$s" 'BEGIN { printf "   ratio          %10.1fx\n", s / p }'
 }
