@@ -79,6 +79,12 @@ enum rb_lock_result { RB_LOCKED, RB_LOCK_BUSY, RB_LOCK_OWN_THREAD };
 RB_HIDDEN enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins);
 /* Whether our side ended: no reader left (producer), no writer (consumer). */
 RB_HIDDEN int rb_side_ended(const struct rb_ring *r);
+/*
+ * Uncontended acquisitions before a side is kept, and how many more after
+ * it was taken back; changed only by tests that want many take-backs.
+ */
+RB_HIDDEN extern int rb_keep_after;
+RB_HIDDEN extern int rb_keep_backoff;
 /* Before the ring is unmapped: a side this thread keeps is let go. */
 RB_HIDDEN void rb_let_go(struct rb_ring *r);
 RB_HIDDEN void rb_unlock(struct rb_ring *r);

@@ -30,8 +30,8 @@
  * the side was taken back or the kernel said no: taking a side back costs
  * the contender a barrier on every CPU, which should stay rare.
  */
-#define RB_KEEP_AFTER	64
-#define RB_KEEP_BACKOFF	4096
+int rb_keep_after = 64;
+int rb_keep_backoff = 4096;
 
 /*
  * How long an empty or full ring is polled before the caller sleeps in
@@ -256,7 +256,7 @@ static int rb_keeping(struct rb_ring *r)
 static void rb_stop_keeping(struct rb_ring *r)
 {
 	atomic_store_explicit(&r->kept_by, 0, memory_order_relaxed);
-	r->uncontended = -RB_KEEP_BACKOFF;
+	r->uncontended = -rb_keep_backoff;
 	sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
 }
 
@@ -310,7 +310,7 @@ enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 			/* Counted by the holder only, so under the lock. */
 			if (contended && r->uncontended > 0)
 				r->uncontended = 0;
-			else if (!contended && r->uncontended < RB_KEEP_AFTER)
+			else if (!contended && r->uncontended < rb_keep_after)
 				r->uncontended++;
 			return RB_LOCKED;
 		}
@@ -362,17 +362,17 @@ static void rb_unlock_kept(struct rb_ring *r, int changed)
 }
 
 /*
- * Instead of releasing the word: after RB_KEEP_AFTER uncontended
+ * Instead of releasing the word: after rb_keep_after uncontended
  * acquisitions, ask the kernel to let us keep it.  1 if it did.
  */
 static int rb_try_keep(struct rb_ring *r)
 {
-	if (!r->keeper || r->uncontended < RB_KEEP_AFTER)
+	if (!r->keeper || r->uncontended < rb_keep_after)
 		return 0;
 	r->uncontended = 0;
 	if (sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_KEEP_LOCK)) {
 		/* Somebody waits (EBUSY); otherwise, never again (EPERM...). */
-		r->uncontended = errno == EBUSY ? -RB_KEEP_BACKOFF : INT_MIN;
+		r->uncontended = errno == EBUSY ? -rb_keep_backoff : INT_MIN;
 		return 0;
 	}
 	atomic_store_explicit(&r->kept_by, my_tid(), memory_order_relaxed);

@@ -527,6 +527,9 @@ static void take_back_writer(int fd, uint32_t writer, int use_ring,
 {
 	struct rb_ring *w = use_ring ? rb_open(fd, RB_WRITE, 65536) : NULL;
 
+	/* Keep after a few copies, and again at once after losing it. */
+	rb_keep_after = 4;
+	rb_keep_backoff = 0;
 	for (uint32_t seq = 0; seq < TAKE_BACK_RECORDS; seq++) {
 		struct record rec = { writer, seq, record_check(writer, seq), 0 };
 		int kept = w && atomic_load(&w->kept_by);
