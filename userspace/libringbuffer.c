@@ -277,6 +277,14 @@ void rb_let_go(struct rb_ring *r)
  */
 static enum rb_lock_result rb_lock_kept(struct rb_ring *r, uint32_t tid)
 {
+	/*
+	 * The busy word is the side's: once taken back, never touch it
+	 * again (the kernel makes nobody else keeper until we said so).
+	 */
+	if (atomic_load_explicit(r->keeper, memory_order_relaxed) != tid) {
+		rb_stop_keeping(r);
+		return RB_LOCK_BUSY;
+	}
 	/* Busy already: this thread is in a copy (reserve without commit). */
 	if (atomic_load_explicit(r->busy, memory_order_relaxed))
 		return RB_LOCK_OWN_THREAD;
