@@ -87,6 +87,15 @@ RB_HIDDEN extern int rb_keep_after;
 RB_HIDDEN extern int rb_keep_backoff;
 /* Before the ring is unmapped: a side this thread keeps is let go. */
 RB_HIDDEN void rb_let_go(struct rb_ring *r);
+/*
+ * The fast path of a side this thread keeps: enter a copy when @want
+ * bytes of data or space are there (1; our position in *@own, the bytes
+ * there in *@avail), else 0 and the general path; leave it having moved
+ * @n bytes.  No system call, atomic read-modify-write or fence.
+ */
+RB_HIDDEN int rb_fast_enter(struct rb_ring *r, size_t want, uint32_t *own,
+			    size_t *avail);
+RB_HIDDEN void rb_fast_exit(struct rb_ring *r, uint32_t own, size_t n);
 RB_HIDDEN void rb_unlock(struct rb_ring *r);
 RB_HIDDEN void rb_unlock_unchanged(struct rb_ring *r);
 RB_HIDDEN void rb_publish(struct rb_ring *r, uint32_t own, size_t n);

@@ -111,8 +111,11 @@ int rb_kernel_has_rings(void)
 /*
  * The lock word holds the thread id.  It is cached per thread, without a
  * system call, and forgotten in a fork child, whose thread has another.
+ * initial-exec: the fast path reads it at a fixed offset from the thread
+ * pointer, not through __tls_get_addr(); four bytes of the static TLS
+ * that glibc keeps spare for libraries loaded later.
  */
-static _Thread_local uint32_t cached_tid;
+static _Thread_local uint32_t cached_tid __attribute__((tls_model("initial-exec")));
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void forget_tid(void)
@@ -359,7 +362,7 @@ static int rb_lock(struct rb_ring *r)
  * barrier (see rb_lock_kept()), look whether anybody waits for the side
  * and, after a change, for what we did.
  */
-static void rb_unlock_kept(struct rb_ring *r, int changed)
+static inline void rb_unlock_kept(struct rb_ring *r, int changed)
 {
 	atomic_store_explicit(r->busy, 0, memory_order_release);
 	atomic_signal_fence(memory_order_seq_cst);
@@ -367,6 +370,88 @@ static void rb_unlock_kept(struct rb_ring *r, int changed)
 		rb_stop_keeping(r);
 	if (changed && atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
 		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
+}
+
+/*
+ * The whole of a copy on a side this thread keeps, when the ring is
+ * neither full nor empty: what rb_trylock(), rb_avail_locked() and
+ * rb_unlock() do for it, without their calls and checks.  Per copy: a
+ * store to our busy word, a load of the keeper word (both ordered as in
+ * rb_lock_kept()), a load of our position, the cached peer position
+ * (reloaded only when it falls short), a release store of our position,
+ * a release store to the busy word and the two waiter-count loads of
+ * rb_unlock_kept().  No read-modify-write, no fence.
+ *
+ * fast_enter() enters the copy when at least @want bytes of data
+ * (consumer) or space (producer) are there: 1, with our position in *@own
+ * and the bytes there in *@avail.  0 leaves everything to the general
+ * path: not kept by this thread, taken back, nested in a copy, short of
+ * @want, positions out of line, or (producer) no reader left.
+ */
+static inline __attribute__((always_inline)) int
+fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
+{
+	/* Relaxed: kept_by changes only in the thread it names. */
+	uint32_t tid = atomic_load_explicit(&r->kept_by, memory_order_relaxed);
+	int writer = r->rw == RB_WRITE;
+	uint32_t used;
+
+	if (!tid || tid != cached_tid ||
+	    atomic_load_explicit(r->busy, memory_order_relaxed))
+		return 0;
+	/* No reader: the general path lets the kernel say EPIPE. */
+	if (writer && (atomic_load_explicit(r->flags, memory_order_relaxed) &
+		       RINGBUFFER_BROKEN))
+		return 0;
+	if (!want)
+		want = 1;
+	atomic_store_explicit(r->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Acquire: our copy does not start before the check (rb_lock_kept()). */
+	if (atomic_load_explicit(r->keeper, memory_order_acquire) != tid) {
+		/* Taken back: the word stays ours until we say so. */
+		atomic_store_explicit(r->busy, 0, memory_order_release);
+		rb_stop_keeping(r);
+		return 0;
+	}
+	/* Relaxed: only the keeper moves our position while the side is kept. */
+	*own = atomic_load_explicit(writer ? r->head : r->tail, memory_order_relaxed);
+	used = writer ? *own - r->peer_pos : r->peer_pos - *own;
+	*avail = writer ? r->size - used : used;
+	if (used > r->size || *avail < want) {
+		/* Acquire: the peer's data (or freed space) below it is ours. */
+		r->peer_pos = atomic_load_explicit(writer ? r->tail : r->head,
+						   memory_order_acquire);
+		used = writer ? *own - r->peer_pos : r->peer_pos - *own;
+		*avail = writer ? r->size - used : used;
+		if (used > r->size || *avail < want) {
+			rb_unlock_kept(r, 0);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Leave a copy fast_enter() entered, after moving @n bytes at @own. */
+static inline __attribute__((always_inline)) void
+fast_exit(struct rb_ring *r, uint32_t own, size_t n)
+{
+	if (n)
+		/* Release: the bytes are written (or read) before the position says so. */
+		atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+				      own + (uint32_t)n, memory_order_release);
+	rb_unlock_kept(r, n != 0);
+}
+
+/* For the shim, which copies from and to iovecs. */
+int rb_fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
+{
+	return fast_enter(r, want, own, avail);
+}
+
+void rb_fast_exit(struct rb_ring *r, uint32_t own, size_t n)
+{
+	fast_exit(r, own, n);
 }
 
 /*
@@ -667,10 +752,17 @@ static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 
 ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 {
-	size_t done = 0;
+	size_t done = 0, avail;
+	uint32_t own;
 
 	if (!r->mapped || !len)
 		return write(r->fd, buf, len);
+	/* Up to PIPE_BUF bytes go in whole: wait for all the space. */
+	if (fast_enter(r, len <= PIPE_BUF ? len : 1, &own, &avail)) {
+		done = len < avail ? len : avail;
+		memcpy(r->data + (own & r->mask), buf, done);
+		fast_exit(r, own, done);
+	}
 	while (done < len) {
 		/* Up to PIPE_BUF bytes go in whole: wait for all the space. */
 		size_t want = len <= PIPE_BUF ? len : 1;
@@ -737,6 +829,15 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 		total += rec[i].iov_len;
 	}
 	if (r->mapped) {
+		size_t avail, bytes;
+		uint32_t own;
+
+		if (fast_enter(r, total, &own, &avail)) {
+			int done = rb_copy_records(r, own, (long)avail, rec, n, &bytes);
+
+			fast_exit(r, own, bytes);
+			return done;
+		}
 		for (int tries = 0; tries < RB_SPINS; tries++) {
 			size_t bytes;
 			uint32_t own;
@@ -775,8 +876,18 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 
 ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 {
+	size_t avail;
+	uint32_t own;
+
 	if (!r->mapped || !len)
 		return read(r->fd, buf, len);
+	if (fast_enter(r, 1, &own, &avail)) {
+		size_t n = len < avail ? len : avail;
+
+		memcpy(buf, r->data + (own & r->mask), n);
+		fast_exit(r, own, n);
+		return n;
+	}
 	for (int tries = 0; tries < RB_SPINS; tries++) {
 		ssize_t n;
 
@@ -796,6 +907,7 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 
 void *rb_reserve(struct rb_ring *r, size_t len)
 {
+	size_t avail;
 	uint32_t own;
 	long space;
 
@@ -811,6 +923,8 @@ void *rb_reserve(struct rb_ring *r, size_t len)
 		errno = EPIPE;
 		return NULL;
 	}
+	if (fast_enter(r, len, &own, &avail))
+		goto hold;
 	if (rb_lock(r))
 		return NULL;
 	space = rb_avail_locked(r, &own, len);
@@ -821,6 +935,7 @@ void *rb_reserve(struct rb_ring *r, size_t len)
 		errno = err;
 		return NULL;
 	}
+hold:
 	r->pos = own;
 	r->held = len;
 	r->holding = 1;
@@ -843,6 +958,7 @@ int rb_commit(struct rb_ring *r, size_t len)
 
 const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 {
+	size_t fast_avail;
 	uint32_t own;
 	long avail;
 	int eof;
@@ -851,6 +967,10 @@ const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 	if (!r->mapped) {
 		errno = ENOTSUP;
 		return NULL;
+	}
+	if (fast_enter(r, 1, &own, &fast_avail)) {
+		avail = (long)fast_avail;
+		goto hold;
 	}
 	if (rb_lock(r))
 		return NULL;
@@ -870,6 +990,7 @@ const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 		errno = err;
 		return NULL;
 	}
+hold:
 	r->pos = own;
 	r->held = (size_t)avail < max ? (size_t)avail : max;
 	r->holding = 1;
