@@ -729,10 +729,12 @@ static int stdio_close(void *cookie)
  * a full buffer stays within PIPE_BUF and is not interleaved with other
  * writers'), and glibc's own flushing at exit, at fflush(NULL) and
  * before a read of a line-buffered stream; fork() copies unflushed data
- * as it does for any stream.  Not done for a stream already used,
- * oriented or given a buffering mode (stdbuf(1) sets one before main()),
- * nor with RINGPIPE_STDIO=0.  The streams cannot turn wide
- * (fwide(), wprintf()): glibc gives cookie streams no wide buffers.
+ * as it does for any stream.  A buffering mode set before (stdbuf(1)
+ * sets one before main()) is kept: unbuffered, line buffered, or full
+ * with the size given; one set after applies to our stream.  Not done for
+ * a stream already used or oriented, nor with RINGPIPE_STDIO=0.  The
+ * streams cannot turn wide (fwide(), wprintf()): glibc gives cookie
+ * streams no wide buffers.
  */
 /* glibc's FILE flags (libio.h) for a buffering mode set by setvbuf(). */
 #define GLIBC_IO_UNBUFFERED	0x0002
@@ -743,21 +745,28 @@ static void take_over_stdio(FILE **std, int fd, const char *mode)
 	static const cookie_io_functions_t io = {
 		stdio_read, stdio_write, stdio_seek, stdio_close,
 	};
+	int buffering = _IOFBF;
+	char *buf = NULL;
 	struct stat st;
 	size_t size;
-	char *buf;
 	FILE *f;
 
 	if (!*std || fileno(*std) != fd || fwide(*std, 0) ||
-	    ((*std)->_flags & (GLIBC_IO_UNBUFFERED | GLIBC_IO_LINE_BUF)) ||
 	    __fpending(*std) || (*std)->_IO_read_ptr < (*std)->_IO_read_end ||
 	    (!select_all && !selected_fd[fd]) || fstat(fd, &st) ||
 	    !S_ISFIFO(st.st_mode))
 		return;
 	size = st.st_blksize > 0 && st.st_blksize < BUFSIZ ? st.st_blksize : BUFSIZ;
-	buf = malloc(size);
-	f = buf ? fopencookie((void *)(intptr_t)fd, mode, io) : NULL;
-	if (!f || setvbuf(f, buf, _IOFBF, size)) {
+	if ((*std)->_flags & GLIBC_IO_UNBUFFERED)
+		buffering = _IONBF;
+	else if ((*std)->_flags & GLIBC_IO_LINE_BUF)
+		buffering = _IOLBF;
+	else if ((*std)->_IO_buf_base)
+		size = __fbufsize(*std);	/* setvbuf() gave it this size */
+	if (buffering != _IONBF && !(buf = malloc(size)))
+		return;
+	f = fopencookie((void *)(intptr_t)fd, mode, io);
+	if (!f || setvbuf(f, buf, buffering, buffering == _IONBF ? 0 : size)) {
 		if (f)
 			REAL(fclose)(f);
 		free(buf);
