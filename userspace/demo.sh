@@ -49,23 +49,25 @@ echo "demo: kernel $(uname -r), $(nproc) CPUs (QEMU TCG: absolute figures are"
 echo "demo: those of an emulated machine; the ratios are what matters)"
 echo "demo: fs.pipe-ring-force=$(cat /proc/sys/fs/pipe-ring-force) (pipes go on the ring only when asked)"
 
-n=200000
-compare "200000 records of 16 bytes, one write(2) and one read(2) each" \
+n=600000
+compare "$n records of 16 bytes, one write(2) and one read(2) each" \
 	$((n * 16)) \
 	"$records write $n 16 | $records read 16" \
 	"$ringpipe $records write $n 16 | $ringpipe $records read 16"
 
-compare "yes | head -c 64M | sha256sum (sha256sum reads with stdio)" $((64 << 20)) \
-	"yes | head -c 64M | sha256sum" \
-	"$ringpipe yes | $ringpipe head -c 64M | $ringpipe sha256sum"
+# A log filter: grep --line-buffered passes each line on as it comes
+# (stdio, one write(2) per line plain).
+lines=1000000
+grep_bytes=$(seq 1 $lines | wc -c)
+compare "seq | grep --line-buffered -v DEBUG | wc -l (stdio on all three)" "$grep_bytes" \
+	"seq 1 $lines | grep --line-buffered -v DEBUG | wc -l" \
+	"$ringpipe seq 1 $lines | $ringpipe grep --line-buffered -v DEBUG | $ringpipe wc -l"
 
-# grep with --line-buffered writes each line as it finds it (stdio, one
-# write(2) per line), as in a pipeline that follows a log.
-lines=300000
-grep_bytes=$(seq 1 $lines | grep 1 | wc -c)
-compare "seq | grep --line-buffered | wc -l (all three print with stdio)" "$grep_bytes" \
-	"seq 1 $lines | grep --line-buffered 1 | wc -l" \
-	"$ringpipe seq 1 $lines | $ringpipe grep --line-buffered 1 | $ringpipe wc -l"
+# stdbuf(1) makes any stdio program line-buffered; the shim keeps the mode.
+cut_bytes=$(seq 1 $lines | cut -c1-4 | wc -c)
+compare "seq | stdbuf -oL cut -c1-4 | wc -l (stdio, line-buffered by stdbuf)" "$cut_bytes" \
+	"seq 1 $lines | stdbuf -oL cut -c1-4 | wc -l" \
+	"$ringpipe seq 1 $lines | $ringpipe stdbuf -oL cut -c1-4 | $ringpipe wc -l"
 
 echo
 echo "== same bytes either way"
@@ -81,8 +83,10 @@ same "$records write 20000 16 | $records read 16 | sed 's/ in .*//'" \
 	"$ringpipe $records write 20000 16 | $ringpipe $records read 16 | sed 's/ in .*//'" \
 	"records write | records read"
 same "yes | head -c 64M" "$ringpipe yes | $ringpipe head -c 64M" "yes | head -c 64M"
-same "seq 1 $lines | grep --line-buffered 1" \
-	"$ringpipe seq 1 $lines | $ringpipe grep --line-buffered 1" "seq | grep --line-buffered"
+same "seq 1 $lines | grep --line-buffered -v DEBUG" \
+	"$ringpipe seq 1 $lines | $ringpipe grep --line-buffered -v DEBUG" "seq | grep --line-buffered"
+same "seq 1 $lines | stdbuf -oL cut -c1-4" \
+	"$ringpipe seq 1 $lines | $ringpipe stdbuf -oL cut -c1-4" "seq | stdbuf -oL cut"
 
 echo
 echo "== system calls of the writer of 20000 16-byte records (strace)"
