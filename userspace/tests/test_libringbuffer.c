@@ -611,6 +611,135 @@ static void test_take_back_stress(void)
 	munmap(taken_back, sizeof(*taken_back));
 }
 
+/*
+ * The ordering argument of kept sides (ringbuffer.rst, "Kept locks"), on
+ * this machine's CPUs: a keeper thread copies through the library's real
+ * fast path (rb_reserve/rb_commit), and another thread takes the side
+ * back as the kernel's rb_take_back() does: it clears the keeper word,
+ * makes the keeper's CPU execute a full barrier (membarrier(2) stands in
+ * for the kernel's IPI), and waits for the busy word to be 0.  Each then
+ * enters a critical section that notices the other inside.  The keeper
+ * has only a compiler barrier between its busy store and keeper load, so
+ * without the barrier on its CPU both may go in (a store-buffer race).
+ * TAKE_BACK_BARRIER=0 in the environment leaves the barrier out, to see
+ * the test fail; it also runs without it and reports what it found.
+ */
+#ifndef MEMBARRIER_CMD_PRIVATE_EXPEDITED
+#define MEMBARRIER_CMD_PRIVATE_EXPEDITED		(1 << 3)
+#define MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED	(1 << 4)
+#endif
+#define BARRIER_ROUNDS	20000
+
+struct take_back_model {
+	struct fake_ring f;
+	_Atomic int round, keeping, acked;
+	_Atomic int inside;		/* who is in the critical section */
+	_Atomic long overlaps;
+	int with_barrier;
+};
+
+/* Short for the keeper, so that its loop is mostly the lock's code. */
+static void critical_section(struct take_back_model *m, int who, int pauses)
+{
+	if (atomic_exchange(&m->inside, who))
+		atomic_fetch_add(&m->overlaps, 1);
+	for (int i = 0; i < pauses; i++)
+		rb_cpu_relax();
+	atomic_store(&m->inside, 0);
+}
+
+static void *model_keeper(void *arg)
+{
+	struct take_back_model *m = arg;
+
+	for (int r = 1; r <= BARRIER_ROUNDS; r++) {
+		while (atomic_load(&m->round) != r)
+			rb_cpu_relax();
+		fake_ring_keep(&m->f.prod);
+		atomic_store(&m->keeping, r);
+		/* Copies until it notices the side was taken back. */
+		for (;;) {
+			if (!rb_reserve(&m->f.prod, 1))
+				break;
+			critical_section(m, 1, 2);
+			rb_commit(&m->f.prod, 0);
+		}
+		atomic_store(&m->acked, r);
+	}
+	return NULL;
+}
+
+static long run_take_back_model(int with_barrier)
+{
+	struct take_back_model *m = calloc(1, sizeof(*m));
+	struct rb_ring *w;
+	pthread_t keeper;
+	long overlaps;
+
+	if (!m || fake_ring_init(&m->f, 4096)) {
+		free(m);
+		return -1;
+	}
+	w = &m->f.prod;
+	m->with_barrier = with_barrier;
+	if (pthread_create(&keeper, NULL, model_keeper, m)) {
+		munmap(m->f.base, m->f.len);
+		free(m);
+		return -1;
+	}
+	for (int r = 1; r <= BARRIER_ROUNDS; r++) {
+		atomic_store(&m->round, r);
+		while (atomic_load(&m->keeping) != r)
+			rb_cpu_relax();
+		/*
+		 * Somewhere in the keeper's loop.  Reading its busy word meanwhile
+		 * keeps the line shared, so that the keeper's store to it waits in
+		 * its store buffer for a while: that is when a missing barrier shows.
+		 */
+		for (int i = 0; i < (r * 7) % 61; i++)
+			(void)atomic_load_explicit(w->busy, memory_order_relaxed);
+		/* rb_take_back(): keeper word, barrier on the keeper's CPU, busy. */
+		atomic_store_explicit(w->keeper, 0, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (with_barrier)
+			syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		while (atomic_load_explicit(w->busy, memory_order_acquire))
+			rb_cpu_relax();
+		critical_section(m, 2, 64);
+		while (atomic_load(&m->acked) != r)
+			rb_cpu_relax();
+		/* The keeper acknowledged: the word is free for the next round. */
+		atomic_store(w->lock, 0);
+	}
+	pthread_join(keeper, NULL);
+	overlaps = atomic_load(&m->overlaps);
+	munmap(m->f.base, m->f.len);
+	free(m);
+	return overlaps;
+}
+
+static void test_take_back_needs_the_barrier(void)
+{
+	const char *env = getenv("TAKE_BACK_BARRIER");
+	int with_barrier = !env || strcmp(env, "0");
+	long with, without;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
+		printf("ok %d - # SKIP the take-back model needs two CPUs and membarrier(2)\n",
+		       passed + failed + 1);
+		passed++;
+		return;
+	}
+	with = run_take_back_model(with_barrier);
+	CHECK(with == 0, "a side taken back %d times as the kernel does, %s the barrier "
+	      "on the keeper's CPU: %ld overlaps with the keeper's copies",
+	      BARRIER_ROUNDS, with_barrier ? "with" : "WITHOUT", with);
+	without = run_take_back_model(0);
+	printf("# the same without the barrier: %ld overlaps (the reason for it)\n",
+	       without);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -622,6 +751,7 @@ int main(void)
 	test_kept_side();
 	test_pipe_keeps_the_side();
 	test_take_back_stress();
+	test_take_back_needs_the_barrier();
 	printf("1..%d\n", passed + failed);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
