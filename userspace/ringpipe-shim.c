@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -313,6 +314,30 @@ install:
 }
 
 /*
+ * Count a fast-path user of slot @s in or out.  With other threads, an
+ * atomic read-modify-write, ordered (seq_cst) as slot_forget() expects.
+ * A process with one thread races only with its own signal handlers,
+ * whose own count in and out leave the count as they found it, even
+ * between our load and store: a plain load and store suffice there, and
+ * the fast path of a single-threaded program (most filters in a pipeline)
+ * has no atomic read-modify-write at all.  __libc_single_threaded turns
+ * false before a second thread exists, in the thread that creates it,
+ * which is then not in here.
+ */
+static inline void slot_count(struct slot *s, int delta)
+{
+	if (__libc_single_threaded) {
+		unsigned int n = atomic_load_explicit(&s->busy, memory_order_relaxed);
+
+		atomic_store_explicit(&s->busy, n + delta, memory_order_relaxed);
+		/* A handler's slot_forget() sees it, in program order. */
+		atomic_signal_fence(memory_order_seq_cst);
+	} else {
+		atomic_fetch_add(&s->busy, delta);
+	}
+}
+
+/*
  * Enter the fast path for side @rw of @fd: the ring, counted busy, or
  * NULL.  Leave it with fast_path_exit().
  */
@@ -325,20 +350,20 @@ static struct shim_ring *fast_path_enter(int fd, int rw)
 	if (!shim_enabled || fd < 0 || fd >= MAX_FDS)
 		return NULL;
 	s = &slots[fd];
-	atomic_fetch_add(&s->busy, 1);
+	slot_count(s, 1);
 	word = atomic_load(&s->word);
 	if (!(word & SLOT_PAGE_MASK))
 		word = slot_lookup(fd, word);
 	sr = slot_ring(word);
 	if (sr && sr->selected_rw == rw)
 		return sr;
-	atomic_fetch_sub(&s->busy, 1);
+	slot_count(s, -1);
 	return NULL;
 }
 
 static void fast_path_exit(int fd)
 {
-	atomic_fetch_sub(&slots[fd].busy, 1);
+	slot_count(&slots[fd], -1);
 }
 
 /* --- the ring ------------------------------------------------------- */
