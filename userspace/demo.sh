@@ -57,7 +57,7 @@ compare "$n records of 16 bytes, one write(2) and one read(2) each" \
 
 # A log filter: grep --line-buffered passes each line on as it comes
 # (stdio, one write(2) per line plain).
-lines=1000000
+lines=2000000
 grep_bytes=$(seq 1 $lines | wc -c)
 compare "seq | grep --line-buffered -v DEBUG | wc -l (stdio on all three)" "$grep_bytes" \
 	"seq 1 $lines | grep --line-buffered -v DEBUG | wc -l" \
