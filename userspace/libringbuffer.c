@@ -443,6 +443,24 @@ fast_exit(struct rb_ring *r, uint32_t own, size_t n)
 	rb_unlock_kept(r, n != 0);
 }
 
+/* One copy of up to @len bytes by the fast path: bytes moved, 0 if it cannot. */
+static inline __attribute__((always_inline)) size_t
+fast_copy(struct rb_ring *r, void *buf, size_t len, size_t want)
+{
+	uint32_t own;
+	size_t n;
+
+	if (!fast_enter(r, want, &own, &n))
+		return 0;
+	n = len < n ? len : n;
+	if (r->rw == RB_WRITE)
+		memcpy(r->data + (own & r->mask), buf, n);
+	else
+		memcpy(buf, r->data + (own & r->mask), n);
+	fast_exit(r, own, n);
+	return n;
+}
+
 /* For the shim, which copies from and to iovecs. */
 int rb_fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
 {
@@ -730,15 +748,9 @@ static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 	size_t n;
 
 	/* After a spin on a full or empty ring: a kept side still goes fast. */
-	if (fast_enter(r, want, &own, &n)) {
-		n = len < n ? len : n;
-		if (r->rw == RB_WRITE)
-			memcpy(r->data + (own & r->mask), buf, n);
-		else
-			memcpy(buf, r->data + (own & r->mask), n);
-		fast_exit(r, own, n);
+	n = fast_copy(r, buf, len, want);
+	if (n)
 		return n;
-	}
 	if (rb_lock(r))
 		return -1;
 	/* Reload the peer's position unless the cached one covers @len. */
@@ -762,20 +774,14 @@ static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 
 ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 {
-	size_t done = 0, avail;
-	uint32_t own;
+	/* Up to PIPE_BUF bytes go in whole: wait for all the space. */
+	size_t want = len <= PIPE_BUF ? len : 1;
+	size_t done;
 
 	if (!r->mapped || !len)
 		return write(r->fd, buf, len);
-	/* Up to PIPE_BUF bytes go in whole: wait for all the space. */
-	if (fast_enter(r, len <= PIPE_BUF ? len : 1, &own, &avail)) {
-		done = len < avail ? len : avail;
-		memcpy(r->data + (own & r->mask), buf, done);
-		fast_exit(r, own, done);
-	}
+	done = fast_copy(r, (void *)buf, len, want);
 	while (done < len) {
-		/* Up to PIPE_BUF bytes go in whole: wait for all the space. */
-		size_t want = len <= PIPE_BUF ? len : 1;
 		ssize_t n = 0;
 
 		/*
@@ -886,18 +892,13 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 
 ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 {
-	size_t avail;
-	uint32_t own;
+	size_t moved;
 
 	if (!r->mapped || !len)
 		return read(r->fd, buf, len);
-	if (fast_enter(r, 1, &own, &avail)) {
-		size_t n = len < avail ? len : avail;
-
-		memcpy(buf, r->data + (own & r->mask), n);
-		fast_exit(r, own, n);
-		return n;
-	}
+	moved = fast_copy(r, buf, len, 1);
+	if (moved)
+		return moved;
 	for (int tries = 0; tries < RB_SPINS; tries++) {
 		ssize_t n;
 
