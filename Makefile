@@ -13,8 +13,10 @@ CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
 # header, and its setjmp-based bail-out trips -Wclobbered.
 SELFTEST_CFLAGS := $(CFLAGS_COMMON) -Wno-clobbered
 
-SELFTESTS := ringbuffer_errors ringbuffer_mmap ringbuffer_device ringbuffer_pipe ringbuffer_pipe_compat ringbuffer_splice_matrix ringbuffer_fuzz ringbuffer_hostile ringbuffer_privsep ringbuffer_faults ringbuffer_limits ringbuffer_death
-SELFTEST_BINS := $(addprefix selftests/out/,$(SELFTESTS))
+# The selftests are the series' tools/testing/selftests/ringbuffer/, built
+# and installed with the kernel's kselftest makefiles into KSELFTEST, where
+# selftests/run finds them and the kselftest runner.
+KSELFTEST := $(CURDIR)/selftests/out/kselftest
 
 # User space needs a C compiler and libc, nothing else: the uapi header is
 # copied in userspace/include (make check compares it with the series)
@@ -96,13 +98,12 @@ headers: tree
 	@$(MAKE) -s -C $(TREE) O=$(RINGPIPE_CACHE)/headers headers_install >/dev/null
 
 selftests: headers
-	@$(MAKE) -s $(SELFTEST_BINS)
-
-selftests/out/%: selftests/%.c selftests/ringbuffer_util.h $(HEADERS)/linux/ringbuffer.h
-	@mkdir -p selftests/out
-	@echo "  CC      $@"
-	@$(CC) $(SELFTEST_CFLAGS) -isystem $(HEADERS) \
-		-isystem $(TREE)/tools/testing/selftests -o $@ $< -lpthread
+	@echo "  KSFT    tools/testing/selftests/ringbuffer -> selftests/out/kselftest"
+	@rm -rf $(KSELFTEST)
+	@$(MAKE) -s -C $(TREE)/tools/testing/selftests TARGETS=ringbuffer \
+		O=$(RINGPIPE_CACHE)/headers KSFT_INSTALL_PATH=$(KSELFTEST) \
+		USERCFLAGS=-Werror install >$(RINGPIPE_CACHE)/kselftest-build.log 2>&1 || \
+		{ cat $(RINGPIPE_CACHE)/kselftest-build.log; exit 1; }
 
 userspace:
 	@$(MAKE) -s userspace/libringbuffer.a userspace/libringbuffer.so \

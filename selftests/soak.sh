@@ -26,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 duration=${1:-600}
 case $duration in ''|*[!0-9]*) echo "soak: bad duration: $duration" >&2; exit 2 ;; esac
-out=$here/out
+out=$here/out/kselftest/ringbuffer
 work=$(mktemp -d /tmp/soak.XXXXXX)
 force_was=$(cat /proc/sys/fs/pipe-ring-force 2>/dev/null || echo 0)
 start=$(date +%s)
