@@ -57,7 +57,7 @@ LIB_FUNCS := $(shell sed -n 's/^[a-z].*[ *]\(rb_[a-z_]*\)$(open_paren).*/\1/p' \
 
 .PHONY: help deps tree patches kernel kernel-debug headers selftests check cross-build \
 	userspace-guest-tests check-uapi hostbench \
-	demo bench soak checkpatch clean userspace test-userspace install uninstall
+	demo bench soak checkpatch series-build clean userspace test-userspace install uninstall
 
 help:
 	@echo "make demo          build, boot the ring-buffer kernel and show it at work"
@@ -75,6 +75,7 @@ help:
 	@echo "make test-userspace  run the library tests on the host under ASan/UBSan"
 	@echo "make checkpatch    run checkpatch.pl --strict on every patch of the series"
 	@echo "make cross-build   compile the ring code and syscall tables for arm64"
+	@echo "make series-build  build every prefix of the series (release config): bisectable"
 	@echo "make hostbench     the library's copy path against read/write and an SPSC ring, host CPUs"
 
 deps:
@@ -192,6 +193,11 @@ checkpatch: tree
 
 cross-build: deps
 	@ci/cross-build
+
+# Not part of make check (half an hour the first time): every prefix of
+# the series builds, warning-free.
+series-build: deps
+	@ci/series-build
 
 # The library's copy path on the host's CPUs (benchmarks/hostbench.c):
 # a benchmark, not a test.
