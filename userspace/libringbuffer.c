@@ -256,7 +256,7 @@ static int rb_keeping(struct rb_ring *r)
  * RINGBUFFER_WAKE_LOCK call frees the word (or ends the kernel's taking it
  * back) and wakes whoever waits for it.
  */
-static void rb_stop_keeping(struct rb_ring *r)
+static __attribute__((noinline, cold)) void rb_stop_keeping(struct rb_ring *r)
 {
 	atomic_store_explicit(&r->kept_by, 0, memory_order_relaxed);
 	r->uncontended = -rb_keep_backoff;
@@ -357,19 +357,34 @@ static int rb_lock(struct rb_ring *r)
 }
 
 /*
+ * Somebody waits for our side, or (after a change) for what we did: the
+ * rare end of rb_unlock_kept(), out of line so that the fast path saves
+ * no registers and makes no call.
+ */
+static __attribute__((noinline, cold)) void
+rb_unlock_kept_wake(struct rb_ring *r, int changed)
+{
+	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
+		rb_stop_keeping(r);
+	if (changed && atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
+}
+
+/*
  * Leave a copy of a kept side.  Release: what we copied and our position
  * are visible to whoever takes the side back.  Then, with only a compiler
  * barrier (see rb_lock_kept()), look whether anybody waits for the side
  * and, after a change, for what we did.
  */
-static inline void rb_unlock_kept(struct rb_ring *r, int changed)
+static inline __attribute__((always_inline)) void
+rb_unlock_kept(struct rb_ring *r, int changed)
 {
 	atomic_store_explicit(r->busy, 0, memory_order_release);
 	atomic_signal_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
-		rb_stop_keeping(r);
-	if (changed && atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
-		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
+	if (__builtin_expect(atomic_load_explicit(r->lock_waiters, memory_order_relaxed) ||
+			     (changed && atomic_load_explicit(r->peer_waiters,
+							      memory_order_relaxed)), 0))
+		rb_unlock_kept_wake(r, changed);
 }
 
 /*
@@ -441,6 +456,36 @@ fast_exit(struct rb_ring *r, uint32_t own, size_t n)
 		atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
 				      own + (uint32_t)n, memory_order_release);
 	rb_unlock_kept(r, n != 0);
+}
+
+/*
+ * Copies of up to RB_INLINE_COPY bytes are made in line, as a few
+ * overlapping fixed-size moves.  A call to memcpy() would make the fast
+ * path save registers and push a return address: stores that wait in the
+ * store buffer behind our position store, which misses whenever the
+ * consumer polls that cache line.  Per small message the producer then
+ * stores only the busy word twice, the data and its position.
+ */
+#define RB_INLINE_COPY	64
+
+static inline __attribute__((always_inline)) void
+copy_small(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	if (n >= 16) {
+		for (size_t i = 0; i + 16 < n; i += 16)
+			memcpy(dst + i, src + i, 16);
+		memcpy(dst + n - 16, src + n - 16, 16);
+	} else if (n >= 8) {
+		memcpy(dst, src, 8);
+		memcpy(dst + n - 8, src + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(dst, src, 4);
+		memcpy(dst + n - 4, src + n - 4, 4);
+	} else if (n) {
+		dst[0] = src[0];
+		dst[n / 2] = src[n / 2];
+		dst[n - 1] = src[n - 1];
+	}
 }
 
 /* One copy of up to @len bytes by the fast path: bytes moved, 0 if it cannot. */
@@ -772,7 +817,9 @@ static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 	return n;
 }
 
-ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
+/* rb_write() for all but a small message on a side this thread keeps. */
+static __attribute__((noinline)) ssize_t
+rb_write_general(struct rb_ring *r, const void *buf, size_t len)
 {
 	/* Up to PIPE_BUF bytes go in whole: wait for all the space. */
 	size_t want = len <= PIPE_BUF ? len : 1;
@@ -890,7 +937,9 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 	return write(r->fd, rec[0].iov_base, rec[0].iov_len) < 0 ? -1 : 1;
 }
 
-ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
+/* rb_read() when the fast path cannot serve it. */
+static __attribute__((noinline)) ssize_t
+rb_read_general(struct rb_ring *r, void *buf, size_t len)
 {
 	size_t moved;
 
@@ -914,6 +963,48 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 	}
 	/* Empty: read(2) waits, or reports EOF or EAGAIN. */
 	return read(r->fd, buf, len);
+}
+
+/*
+ * The entry points keep the fast path of a kept side in a function that
+ * makes no call and saves no register; everything else is out of line.
+ */
+ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
+{
+	size_t avail;
+	uint32_t own;
+
+	/* Small, so at most PIPE_BUF: only all of it at once will do. */
+	if (len && len <= RB_INLINE_COPY && fast_enter(r, len, &own, &avail)) {
+		copy_small(r->data + (own & r->mask), buf, len);
+		fast_exit(r, own, len);
+		return len;
+	}
+	return rb_write_general(r, buf, len);
+}
+
+/* A read on a kept side that moves more than RB_INLINE_COPY bytes. */
+static __attribute__((noinline)) ssize_t
+rb_read_kept(struct rb_ring *r, void *buf, size_t n, uint32_t own)
+{
+	memcpy(buf, r->data + (own & r->mask), n);
+	fast_exit(r, own, n);
+	return n;
+}
+
+ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
+{
+	size_t avail, n;
+	uint32_t own;
+
+	if (!len || !fast_enter(r, 1, &own, &avail))
+		return rb_read_general(r, buf, len);
+	n = len < avail ? len : avail;
+	if (n > RB_INLINE_COPY)
+		return rb_read_kept(r, buf, n, own);
+	copy_small(buf, r->data + (own & r->mask), n);
+	fast_exit(r, own, n);
+	return n;
 }
 
 void *rb_reserve(struct rb_ring *r, size_t len)
