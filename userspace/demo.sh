@@ -69,6 +69,14 @@ compare "seq | stdbuf -oL cut -c1-4 | wc -l (stdio, line-buffered by stdbuf)" "$
 	"seq 1 $lines | stdbuf -oL cut -c1-4 | wc -l" \
 	"$ringpipe seq 1 $lines | $ringpipe stdbuf -oL cut -c1-4 | $ringpipe wc -l"
 
+# A live log filter: sed -u reads its input a byte at a time (read(2) of
+# one byte, plain) and writes each line as it is done.
+sed_lines=100000
+sed_bytes=$(seq 1 $sed_lines | wc -c)
+compare "seq | sed -u s/0/o/ | wc -l (stdio, unbuffered: tail -f | sed -u)" "$sed_bytes" \
+	"seq 1 $sed_lines | sed -u s/0/o/ | wc -l" \
+	"$ringpipe seq 1 $sed_lines | $ringpipe sed -u s/0/o/ | $ringpipe wc -l"
+
 echo
 echo "== same bytes either way"
 same() {
@@ -87,6 +95,8 @@ same "seq 1 $lines | grep --line-buffered -v DEBUG" \
 	"$ringpipe seq 1 $lines | $ringpipe grep --line-buffered -v DEBUG" "seq | grep --line-buffered"
 same "seq 1 $lines | stdbuf -oL cut -c1-4" \
 	"$ringpipe seq 1 $lines | $ringpipe stdbuf -oL cut -c1-4" "seq | stdbuf -oL cut"
+same "seq 1 $sed_lines | sed -u s/0/o/" \
+	"$ringpipe seq 1 $sed_lines | $ringpipe sed -u s/0/o/" "seq | sed -u"
 
 echo
 echo "== system calls of the writer of 20000 16-byte records (strace)"

@@ -188,6 +188,9 @@ writes_cut "the shim cuts a stdio writer's write(2) calls 10 times" 100 seq 1 20
 same "stdbuf -oL, -o0 and -o 100 on stdio writers under the shim" \
 	'$R stdbuf -oL seq 1 20000 | $R stdbuf -o0 sed s/1/x/ |
 	 $R stdbuf -o 100 grep -v 7 | $R stdbuf -oL cut -c1-3 | sha256sum'
+# sed -u reads its input a byte at a time and writes each line at once.
+same "sed -u (unbuffered input and output) under the shim" \
+	'$R seq 1 20000 | $R sed -u s/0/o/ | $R sed -u -n p | sha256sum'
 # (Not seq: it hands stdio many lines per fwrite().)
 head -n 2000 "$tmp/text" >"$tmp/text2000"
 writes_cut "a line-buffered stdio writer (stdbuf -oL) goes through the ring" 2000 \
