@@ -335,7 +335,7 @@ def main():
         w("- Unpatched kernel: **not run** (no base image), so no regression ratio below.")
     w(f"- Host CPU: {host.get('host_cpu', '?')}, {host.get('host_cpus', '?')} CPUs,"
       f" host kernel {host.get('host_kernel', '?')}; {host.get('qemu', 'QEMU')};"
-      f" guest: 2 vCPUs (`-cpu max`, \"{main_p.info.get('guest_cpu', '?')}\"),"
+      f" guest: 2 vCPUs (`-cpu max,la57=off`, \"{main_p.info.get('guest_cpu', '?')}\"),"
       " 2 GiB, multi-threaded TCG for the timings.")
     loads = [f"{k[len('load_before_'):]} {v}" for k, v in host.items() if k.startswith("load_before_")]
     if loads:
