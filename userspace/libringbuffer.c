@@ -358,8 +358,8 @@ static int rb_lock(struct rb_ring *r)
 
 /*
  * Somebody waits for our side, or (after a change) for what we did: the
- * rare end of rb_unlock_kept(), out of line so that the fast path saves
- * no registers and makes no call.
+ * rare end of rb_unlock_kept(), out of line so that the fast path makes
+ * no call.
  */
 static __attribute__((noinline, cold)) void
 rb_unlock_kept_wake(struct rb_ring *r, int changed)
@@ -967,7 +967,8 @@ rb_read_general(struct rb_ring *r, void *buf, size_t len)
 
 /*
  * The entry points keep the fast path of a kept side in a function that
- * makes no call and saves no register; everything else is out of line.
+ * makes no call and saves at most a register or two; everything else is
+ * out of line.
  */
 ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 {
