@@ -59,7 +59,9 @@ struct ringbuffer_offsets {
 	__u32	consumer_keeper;
 	__u32	producer_busy;	/* the keeper is copying; producer page */
 	__u32	consumer_busy;	/* consumer page */
-	__u32	resv[2];
+	__u32	read_wait_min;	/* least data a sleeper waits for; header */
+	__u32	write_wait_min;	/* least space a sleeper waits for */
+	__u32	resv[6];
 };
 
 /*
