@@ -29,6 +29,8 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	_Atomic uint32_t *lock;		/* our side's */
 	_Atomic uint32_t *lock_waiters;	/* our side's */
 	_Atomic uint32_t *peer_waiters;	/* the other side's sleepers */
+	/* The least they wait for; NULL if the kernel does not say. */
+	_Atomic uint32_t *peer_wait_min;
 	_Atomic uint32_t *peer_lock;	/* the other side's lock word */
 	/* Kept locks (RINGBUFFER_KEEP_LOCK); NULL if the kernel has none. */
 	_Atomic uint32_t *keeper;	/* our side's, in the read-only header */

@@ -165,6 +165,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		r->lock = (_Atomic uint32_t *)(b + off->producer_lock);
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->producer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->read_waiters);
+		if (off->read_wait_min)
+			r->peer_wait_min = (_Atomic uint32_t *)(b + off->read_wait_min);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->consumer_lock);
 		if (off->producer_keeper) {
 			r->keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
@@ -176,6 +178,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		r->lock = (_Atomic uint32_t *)(b + off->consumer_lock);
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->consumer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->write_waiters);
+		if (off->write_wait_min)
+			r->peer_wait_min = (_Atomic uint32_t *)(b + off->write_wait_min);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->producer_lock);
 		if (off->consumer_keeper) {
 			r->keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
@@ -357,6 +361,36 @@ static int rb_lock(struct rb_ring *r)
 }
 
 /*
+ * After our position store and a barrier (see the callers): whether the
+ * other side's sleepers need the wake-up call.  Only if somebody sleeps
+ * there, and what the ring now holds for them (data for a consumer,
+ * space for a producer) reaches the least amount one of them waits for:
+ * a producer that sleeps until PIPE_BUF bytes are free is not woken by
+ * every byte a reader takes.  The kernel stores that minimum before it
+ * counts the sleeper, and makes our CPU execute a barrier before the
+ * sleeper looks at the positions a last time, so once we see the count
+ * we see that minimum or a lower one, or the sleeper sees our position.
+ * Relaxed loads: a stale peer position can only overstate what the
+ * sleepers have, which wakes them for nothing at worst.
+ */
+static int rb_peer_wake_needed(struct rb_ring *r)
+{
+	uint32_t used, avail;
+
+	if (!atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+		return 0;
+	if (!r->peer_wait_min)
+		return 1;
+	used = atomic_load_explicit(r->head, memory_order_relaxed) -
+	       atomic_load_explicit(r->tail, memory_order_relaxed);
+	/* Nonsense stored by a peer: let the sleepers find out (EIO). */
+	if (used > r->size)
+		return 1;
+	avail = r->rw == RB_WRITE ? used : r->size - used;
+	return avail >= atomic_load_explicit(r->peer_wait_min, memory_order_relaxed);
+}
+
+/*
  * Somebody waits for our side, or (after a change) for what we did: the
  * rare end of rb_unlock_kept(), out of line so that the fast path makes
  * no call.
@@ -366,7 +400,7 @@ rb_unlock_kept_wake(struct rb_ring *r, int changed)
 {
 	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
 		rb_stop_keeping(r);
-	if (changed && atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+	if (changed && rb_peer_wake_needed(r))
 		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
 }
 
@@ -559,7 +593,7 @@ void rb_unlock(struct rb_ring *r)
 	}
 	if (rb_try_keep(r)) {
 		/* The system call was a full barrier after our position store. */
-		if (atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+		if (rb_peer_wake_needed(r))
 			sys_ringbuffer_wakeup(r->fd, r->rw, 0);
 		return;
 	}
@@ -573,7 +607,7 @@ void rb_unlock(struct rb_ring *r)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
 		sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
-	if (atomic_load_explicit(r->peer_waiters, memory_order_relaxed))
+	if (rb_peer_wake_needed(r))
 		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
 }
 

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -22,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/ringbuffer.h>
@@ -790,6 +792,132 @@ static void test_take_back_needs_the_barrier(void)
 	       without);
 }
 
+/* A field of /proc/self/task/@tid/status, or -1. */
+static long task_status_field(pid_t tid, const char *field)
+{
+	char path[64], line[128];
+	size_t len = strlen(field);
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, len) && line[len] == ':') {
+			n = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return n;
+}
+
+/* Whether thread @tid is asleep (state S). */
+static int task_asleep(pid_t tid)
+{
+	char path[64], line[128];
+	int asleep = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "State:", 6)) {
+			asleep = line[6 + strspn(line + 6, " \t")] == 'S';
+			break;
+		}
+	fclose(f);
+	return asleep;
+}
+
+struct sleeping_write {
+	struct rb_ring *w;
+	_Atomic pid_t tid;
+	ssize_t ret;
+};
+
+static void *write_pipe_buf(void *arg)
+{
+	struct sleeping_write *s = arg;
+	char buf[PIPE_BUF];
+
+	memset(buf, 'z', sizeof(buf));
+	atomic_store(&s->tid, (pid_t)syscall(SYS_gettid));
+	s->ret = rb_write(s->w, buf, sizeof(buf));
+	return NULL;
+}
+
+/*
+ * A writer asleep until PIPE_BUF bytes are free is not woken by reads
+ * that free less (the kernel's wait minimum, read_wait_min and
+ * write_wait_min), and is woken by the one that frees enough.
+ */
+static void test_reader_wakes_writer_only_when_it_may_go(void)
+{
+	struct sleeping_write s = { 0 };
+	long before = -1, after = -1;
+	char buf[PIPE_BUF];
+	struct rb_ring *r;
+	int fds[2], still_asleep = 0, timed_out = 0;
+	pthread_t t;
+	time_t deadline;
+
+	if (pipe(fds))
+		abort();
+	s.w = rb_open(fds[1], RB_WRITE, 65536);
+	r = rb_open(fds[0], RB_READ, 65536);
+	if (!s.w || !r || !rb_is_mapped(r) || !r->peer_wait_min) {
+		printf("ok %d - # SKIP wait minimums need a kernel with rings\n",
+		       passed + failed + 1);
+		passed++;
+		goto out;
+	}
+	/* Fill the ring, then a PIPE_BUF write sleeps for its room. */
+	memset(buf, 'f', sizeof(buf));
+	if (fcntl(fds[1], F_SETFL, O_NONBLOCK))
+		abort();
+	while (write(fds[1], buf, sizeof(buf)) == sizeof(buf))
+		;
+	if (fcntl(fds[1], F_SETFL, 0))
+		abort();
+	pthread_create(&t, NULL, write_pipe_buf, &s);
+	deadline = time(NULL) + 30;
+	while (!atomic_load(&s.tid) ||
+	       atomic_load_explicit(r->peer_waiters, memory_order_relaxed) != 1 ||
+	       !task_asleep(s.tid)) {
+		if (time(NULL) > deadline) {
+			timed_out = 1;
+			break;
+		}
+		sched_yield();
+	}
+	if (!timed_out) {
+		before = task_status_field(s.tid, "voluntary_ctxt_switches");
+		for (int i = 0; i < 10; i++)
+			if (rb_read(r, buf, 100) != 100)
+				abort();
+		after = task_status_field(s.tid, "voluntary_ctxt_switches");
+		still_asleep = atomic_load_explicit(r->peer_waiters,
+						    memory_order_relaxed) == 1;
+	}
+	/* Now room for the whole write. */
+	if (rb_read(r, buf, PIPE_BUF - 1000) != PIPE_BUF - 1000)
+		abort();
+	pthread_join(t, NULL);
+	CHECK(!timed_out && before > 0 && after == before && still_asleep &&
+	      s.ret == PIPE_BUF,
+	      "a writer asleep for PIPE_BUF bytes is woken only once they are free "
+	      "(switches %ld -> %ld, wrote %zd)", before, after, s.ret);
+out:
+	rb_close(s.w);
+	rb_close(r);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -803,6 +931,7 @@ int main(void)
 	test_pipe_keeps_the_side();
 	test_take_back_stress();
 	test_take_back_needs_the_barrier();
+	test_reader_wakes_writer_only_when_it_may_go();
 	printf("1..%d\n", passed + failed);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
