@@ -14,8 +14,9 @@ runs=5
 now() { date +%s.%N; }
 median() { sort -g | sed -n "$(( (runs + 1) / 2 ))p"; }
 
-# mibps SECONDS BYTES
-mibps() { awk -v t="$1" -v b="$2" 'BEGIN { printf "%.1f", b / t / 1048576 }'; }
+# mibps SECONDS BYTES: three significant digits, so that the ratio of two
+# slow pipelines is not the ratio of two rounded figures.
+mibps() { awk -v t="$1" -v b="$2" 'BEGIN { printf "%.3g", b / t / 1048576 }'; }
 
 # time_pipeline BYTES CMD: MiB/s of one run of CMD (a bash pipeline).
 time_pipeline() {
