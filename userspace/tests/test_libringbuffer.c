@@ -792,12 +792,15 @@ static void test_take_back_needs_the_barrier(void)
 	       without);
 }
 
-/* A field of /proc/self/task/@tid/status, or -1. */
-static long task_status_field(pid_t tid, const char *field)
+/*
+ * The value of @field in /proc/self/task/@tid/status, blanks skipped,
+ * into @val: 0, or -1 if there is none.
+ */
+static int task_status(pid_t tid, const char *field, char *val, size_t size)
 {
 	char path[64], line[128];
 	size_t len = strlen(field);
-	long n = -1;
+	int ret = -1;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
@@ -806,31 +809,29 @@ static long task_status_field(pid_t tid, const char *field)
 		return -1;
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, field, len) && line[len] == ':') {
-			n = strtol(line + len + 1, NULL, 10);
+			snprintf(val, size, "%s", line + len + 1 + strspn(line + len + 1, " \t"));
+			ret = 0;
 			break;
 		}
 	fclose(f);
-	return n;
+	return ret;
+}
+
+/* Voluntary context switches of thread @tid so far, or -1. */
+static long task_switches(pid_t tid)
+{
+	char val[32];
+
+	return task_status(tid, "voluntary_ctxt_switches", val, sizeof(val)) ?
+	       -1 : strtol(val, NULL, 10);
 }
 
 /* Whether thread @tid is asleep (state S). */
 static int task_asleep(pid_t tid)
 {
-	char path[64], line[128];
-	int asleep = 0;
-	FILE *f;
+	char val[32];
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "State:", 6)) {
-			asleep = line[6 + strspn(line + 6, " \t")] == 'S';
-			break;
-		}
-	fclose(f);
-	return asleep;
+	return !task_status(tid, "State", val, sizeof(val)) && val[0] == 'S';
 }
 
 struct sleeping_write {
@@ -895,11 +896,11 @@ static void test_reader_wakes_writer_only_when_it_may_go(void)
 		sched_yield();
 	}
 	if (!timed_out) {
-		before = task_status_field(s.tid, "voluntary_ctxt_switches");
+		before = task_switches(s.tid);
 		for (int i = 0; i < 10; i++)
 			if (rb_read(r, buf, 100) != 100)
 				abort();
-		after = task_status_field(s.tid, "voluntary_ctxt_switches");
+		after = task_switches(s.tid);
 		still_asleep = atomic_load_explicit(r->peer_waiters,
 						    memory_order_relaxed) == 1;
 	}
