@@ -49,6 +49,13 @@
 #include "libringbuffer-internal.h"
 
 #define SHIM_API __attribute__((visibility("default")))
+/*
+ * The shim is loaded with the program (LD_PRELOAD), so its thread-local
+ * words can live in the initial TLS block: each access is then one load
+ * off the thread pointer instead of a call to __tls_get_addr(), which
+ * every write of a line-buffered stream would otherwise make several of.
+ */
+#define SHIM_TLS __attribute__((tls_model("initial-exec")))
 
 /* fds at or above this are left to the kernel. */
 #define MAX_FDS		4096
@@ -120,11 +127,11 @@ static pid_t (*real_fork)(void);
  * such a handler handed over.  Only the thread itself and its handlers
  * touch these; signal fences order them against a handler.
  */
-static _Thread_local struct shim_ring *in_fast_path;
-static _Thread_local char *pending;
-static _Thread_local volatile size_t pending_len;
-static _Thread_local struct shim_ring *pending_ring;
-static _Thread_local volatile int flushing;
+static _Thread_local struct shim_ring *in_fast_path SHIM_TLS;
+static _Thread_local char *pending SHIM_TLS;
+static _Thread_local volatile size_t pending_len SHIM_TLS;
+static _Thread_local struct shim_ring *pending_ring SHIM_TLS;
+static _Thread_local volatile int flushing SHIM_TLS;
 
 static void *resolve(const char *name)
 {
@@ -708,13 +715,16 @@ SHIM_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 
 /*
  * The I/O functions of the streams that stand in for stdin and stdout:
- * those of glibc's file streams, on the shim's read() and write().  A
- * write goes on after a partial one and stops at an error, which the
- * stream then shows (ferror), as glibc's own does.
+ * those of glibc's file streams, on the shim's read() and write(), called
+ * directly rather than through the PLT.  A write goes on after a partial
+ * one and stops at an error, which the stream then shows (ferror), as
+ * glibc's own does.
  */
 static ssize_t stdio_read(void *cookie, char *buf, size_t len)
 {
-	return read((int)(intptr_t)cookie, buf, len);
+	struct iovec iov = { buf, len };
+
+	return shim_io((int)(intptr_t)cookie, &iov, 1, RB_READ);
 }
 
 static ssize_t stdio_write(void *cookie, const char *buf, size_t len)
@@ -722,7 +732,8 @@ static ssize_t stdio_write(void *cookie, const char *buf, size_t len)
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = write((int)(intptr_t)cookie, buf + done, len - done);
+		struct iovec iov = { (char *)buf + done, len - done };
+		ssize_t n = shim_io((int)(intptr_t)cookie, &iov, 1, RB_WRITE);
 
 		if (n < 0)
 			return done ? (ssize_t)done : -1;
