@@ -105,6 +105,14 @@ selftests: headers
 		O=$(RINGPIPE_CACHE)/headers KSFT_INSTALL_PATH=$(KSELFTEST) \
 		USERCFLAGS=-Werror install >$(RINGPIPE_CACHE)/kselftest-build.log 2>&1 || \
 		{ cat $(RINGPIPE_CACHE)/kselftest-build.log; exit 1; }
+	@$(MAKE) -s selftests/out/rst_client
+
+# A client of the ABI written from ringbuffer.rst alone, with nothing else
+# of the project: it checks that the kernel does what the document says.
+selftests/out/rst_client: selftests/rst_client/rst_client.c selftests/rst_client/rst_client.h
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS_COMMON) -isystem $(HEADERS) -o $@ $< -lpthread
 
 userspace:
 	@$(MAKE) -s userspace/libringbuffer.a userspace/libringbuffer.so \
