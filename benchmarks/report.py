@@ -207,6 +207,35 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
+def ratio_rows(pa, pb, kind, cond, variants, sizes, spread):
+    """Table rows of "patched / unpatched = **ratio**" cells, one per
+    size; with @spread the medians carry their [min–max]."""
+    rows = []
+    for v in variants:
+        r = []
+        for s in sizes:
+            a, b = pa.stat(kind, cond, v, s), pb.stat(kind, cond, v, s)
+            if a and b and b[0]:
+                shown = (cell(a), cell(b)) if spread else (fmt(a[0]), fmt(b[0]))
+                r.append(f"{shown[0]} / {shown[1]} = **{fmt(ratio(a[0], b[0]))}**")
+            else:
+                r.append("–")
+        rows.append([f"`{v}`"] + r)
+    return rows
+
+
+def tput_ratios(pa, pb, variants):
+    """(|ratio − 1|, ratio, variant, size) of the pinned throughput
+    medians, patched @pa / unpatched @pb, at the sizes @pb has."""
+    out = []
+    for v in variants:
+        for s in pb.sizes("tput"):
+            r = ratio(pa.median("tput", "pinned", v, s), pb.median("tput", "pinned", v, s))
+            if r is not None:
+                out.append((abs(r - 1), r, v, s))
+    return out
+
+
 def table(header, rows):
     lines = ["| " + " | ".join(header) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
@@ -530,15 +559,7 @@ def main():
                 w(f"{'Throughput' if kind == 'tput' else 'Latency'}, {cond}"
                   f" ({unit}, patched / unpatched = ratio):")
                 w("")
-                rows = []
-                for v in bvars:
-                    r = []
-                    for s in bsizes:
-                        a = main_p.median(kind, cond, v, s)
-                        b = base_p.median(kind, cond, v, s)
-                        r.append(f"{fmt(a)} / {fmt(b)} = **{fmt(ratio(a, b))}**"
-                                 if a is not None and b else "–")
-                    rows.append([f"`{v}`"] + r)
+                rows = ratio_rows(main_p, base_p, kind, cond, bvars, bsizes, False)
                 w(table(["variant"] + [size_name(s) for s in bsizes], rows))
                 w("")
 
@@ -562,15 +583,7 @@ def main():
             w(f"{'Throughput' if kind == 'tput' else 'Latency'}, pinned, instruction-timed"
               f" ({unit}):")
             w("")
-            rows = []
-            for v in ivars:
-                r = []
-                for s_ in isizes:
-                    a = insn_p.stat(kind, "pinned", v, s_)
-                    b = insn_base_p.stat(kind, "pinned", v, s_)
-                    r.append(f"{cell(a)} / {cell(b)} = **{fmt(ratio(a[0], b[0]))}**"
-                             if a and b and b[0] else "–")
-                rows.append([f"`{v}`"] + r)
+            rows = ratio_rows(insn_p, insn_base_p, kind, "pinned", ivars, isizes, True)
             w(table(["variant"] + [size_name(s_) for s_ in isizes], rows))
             w("")
 
@@ -754,18 +767,11 @@ def main():
                 " `spsc`.")
 
     if base_p.present and main_p.data["tput"]:
-        devs = []
-        for v in ("rw", "splice"):
-            for s in base_p.sizes("tput"):
-                r = ratio(main_p.median("tput", "pinned", v, s), base_p.median("tput", "pinned", v, s))
-                if r is not None:
-                    devs.append((abs(r - 1), r, v, s))
+        devs = tput_ratios(main_p, base_p, ("rw", "splice"))
         if devs:
             worst = max(devs)
             med = statistics.median([d[1] for d in devs])
-            ctrl = [ratio(main_p.median("tput", "pinned", "spsc", s),
-                          base_p.median("tput", "pinned", "spsc", s)) for s in base_p.sizes("tput")]
-            ctrl = [c for c in ctrl if c]
+            ctrl = [d[1] for d in tput_ratios(main_p, base_p, ("spsc",)) if d[1]]
             within = sum(1 for d in devs if d[0] <= 0.03)
             spreads = []
             for v in ("rw", "splice"):
@@ -789,13 +795,7 @@ def main():
                 " row below takes the host out of the measurement.")
 
     if insn_p.present and insn_base_p.present:
-        devs = []
-        for v in ("rw", "splice"):
-            for s_ in insn_base_p.sizes("tput"):
-                r = ratio(insn_p.median("tput", "pinned", v, s_),
-                          insn_base_p.median("tput", "pinned", v, s_))
-                if r is not None:
-                    devs.append((abs(r - 1), r, v, s_))
+        devs = tput_ratios(insn_p, insn_base_p, ("rw", "splice"))
         for s_ in insn_base_p.sizes("lat"):
             a = insn_p.median("lat", "pinned", "rw", s_)
             b = insn_base_p.median("lat", "pinned", "rw", s_)
@@ -804,10 +804,7 @@ def main():
                 devs.append((abs(b / a - 1), b / a, "rw latency", s_))
         if devs:
             worst = max(devs)
-            ctrl = [ratio(insn_p.median("tput", "pinned", "spsc", s_),
-                          insn_base_p.median("tput", "pinned", "spsc", s_))
-                    for s_ in insn_base_p.sizes("tput")]
-            ctrl = [c for c in ctrl if c]
+            ctrl = [d[1] for d in tput_ratios(insn_p, insn_base_p, ("spsc",)) if d[1]]
             spreads = []
             for p_ in (insn_p, insn_base_p):
                 for v in ("rw", "splice"):
