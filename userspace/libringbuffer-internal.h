@@ -27,6 +27,8 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	_Atomic uint32_t *tail;
 	_Atomic uint32_t *flags;
 	_Atomic uint32_t *lock;		/* our side's */
+	/* In our mapping's own page: we vouch for the lock word there. */
+	_Atomic uint32_t *lock_held;
 	_Atomic uint32_t *lock_waiters;	/* our side's */
 	_Atomic uint32_t *peer_waiters;	/* the other side's sleepers */
 	/* The least they wait for; NULL if the kernel does not say. */
@@ -34,9 +36,8 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	_Atomic uint32_t *peer_lock;	/* the other side's lock word */
 	/* Kept locks (RINGBUFFER_KEEP_LOCK); NULL if the kernel has none. */
 	_Atomic uint32_t *keeper;	/* our side's, in the read-only header */
-	_Atomic uint32_t *busy;		/* our side's */
+	_Atomic uint32_t *busy;		/* in our mapping's own page */
 	_Atomic uint32_t *peer_keeper;
-	_Atomic uint32_t *peer_busy;
 	/* The thread that keeps our side, as far as we know; 0 if none. */
 	_Atomic uint32_t kept_by;
 	/*

@@ -147,7 +147,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 	if (hdr->magic != RINGBUFFER_MAGIC || hdr->version != RINGBUFFER_VERSION ||
 	    !hdr->size || (hdr->size & (hdr->size - 1)) ||
 	    hdr->mask != hdr->size - 1 ||
-	    (uint64_t)off->data + 2ULL * hdr->size > hdr->map_size)
+	    (uint64_t)off->data + 2ULL * hdr->size > hdr->map_size ||
+	    off->producer_held >= hdr->map_size || off->consumer_held >= hdr->map_size)
 		return -EPROTO;
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
@@ -163,6 +164,7 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 	r->data = (uint8_t *)b + off->data;
 	if (rw == RB_WRITE) {
 		r->lock = (_Atomic uint32_t *)(b + off->producer_lock);
+		r->lock_held = (_Atomic uint32_t *)(b + off->producer_held);
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->producer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->read_waiters);
 		if (off->read_wait_min)
@@ -172,10 +174,10 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 			r->keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
 			r->busy = (_Atomic uint32_t *)(b + off->producer_busy);
 			r->peer_keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
-			r->peer_busy = (_Atomic uint32_t *)(b + off->consumer_busy);
 		}
 	} else {
 		r->lock = (_Atomic uint32_t *)(b + off->consumer_lock);
+		r->lock_held = (_Atomic uint32_t *)(b + off->consumer_held);
 		r->lock_waiters = (_Atomic uint32_t *)(b + off->consumer_lock_waiters);
 		r->peer_waiters = (_Atomic uint32_t *)(b + off->write_waiters);
 		if (off->write_wait_min)
@@ -185,7 +187,6 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 			r->keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
 			r->busy = (_Atomic uint32_t *)(b + off->consumer_busy);
 			r->peer_keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
-			r->peer_busy = (_Atomic uint32_t *)(b + off->producer_busy);
 		}
 	}
 	return 0;
@@ -306,6 +307,42 @@ static enum rb_lock_result rb_lock_kept(struct rb_ring *r, uint32_t tid)
 	return RB_LOCK_BUSY;
 }
 
+/*
+ * Just after taking the lock word: say so in our own page, where nobody
+ * else can store, then look at the word again.  The kernel frees a word
+ * that nobody vouches for only after it replaced the word and made our
+ * CPU execute a full barrier, and then reads our held word: either it
+ * sees our store or we see its change, so a compiler barrier is enough
+ * (ringbuffer.rst, "Side locks", (10) and (11)).  0 if the word is no
+ * longer ours: we clear what we said, unless another thread of ours took
+ * the word meanwhile and said so itself.
+ */
+static int rb_vouch(struct rb_ring *r, uint32_t tid)
+{
+	uint32_t mine = tid;
+
+	/* Relaxed: only the kernel reads it, after a barrier on our CPU. */
+	atomic_store_explicit(r->lock_held, tid, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(r->lock, memory_order_relaxed) == tid)
+		return 1;
+	atomic_compare_exchange_strong_explicit(r->lock_held, &mine, 0,
+			memory_order_relaxed, memory_order_relaxed);
+	return 0;
+}
+
+/*
+ * Release the word (not kept).  Our held word first: the release store
+ * orders it before the word, so that the next holder of our process
+ * stores its own after ours.
+ */
+static inline void rb_release_word(struct rb_ring *r)
+{
+	atomic_store_explicit(r->lock_held, 0, memory_order_relaxed);
+	/* Release: our position store is visible to the next holder. */
+	atomic_store_explicit(r->lock, 0, memory_order_release);
+}
+
 enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 {
 	uint32_t tid = my_tid();
@@ -322,6 +359,8 @@ enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 		/* Acquire: we see what the previous holder stored. */
 		if (atomic_compare_exchange_weak_explicit(r->lock, &expected, tid,
 				memory_order_acquire, memory_order_relaxed)) {
+			if (!rb_vouch(r, tid))
+				continue;
 			/* Counted by the holder only, so under the lock. */
 			if (contended && r->uncontended > 0)
 				r->uncontended = 0;
@@ -578,7 +617,7 @@ void rb_unlock_unchanged(struct rb_ring *r)
 	}
 	if (rb_try_keep(r))
 		return;
-	atomic_store_explicit(r->lock, 0, memory_order_release);
+	rb_release_word(r);
 	/* Lock word store before the waiter count load, as in rb_unlock(). */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(r->lock_waiters, memory_order_relaxed))
@@ -597,8 +636,7 @@ void rb_unlock(struct rb_ring *r)
 			sys_ringbuffer_wakeup(r->fd, r->rw, 0);
 		return;
 	}
-	/* Release: our position store is visible to the next holder. */
-	atomic_store_explicit(r->lock, 0, memory_order_release);
+	rb_release_word(r);
 	/*
 	 * Full fence between our stores (position, lock) and the loads of
 	 * the sleeper counts: a sleeper counts itself, fences, then checks
@@ -756,19 +794,23 @@ __attribute__((constructor)) static void count_online_cpus(void)
  *   many microseconds, and a fixed microsecond would put the reader to
  *   sleep every time, then the writer when the ring fills;
  * - it restarts whenever the peer is seen running: its position moved,
- *   or, when the budget ran out, it holds its side lock or its busy word
- *   is set (it is copying, in user space or in the kernel);
+ *   or, when the budget ran out, it holds its side lock, not kept (it is
+ *   copying, in user space or in the kernel);
  * - RB_SPIN_MAX_NS bounds the whole, so that a peer that holds its lock
  *   for ever or stores garbage cannot keep us spinning.
  * The clock is read once every 16 polls.
  */
-/* Whether the peer seems to be in a copy: its busy word, or its lock held. */
+/*
+ * Whether the peer seems to be in a copy: its lock held.  A kept side's
+ * word stays held, and its busy word is in the keeper's own page, out of
+ * our sight: then only its position tells.
+ */
 static int rb_peer_copying(struct rb_ring *r)
 {
 	/* Relaxed: signs of life only. */
 	if (r->peer_keeper &&
 	    atomic_load_explicit(r->peer_keeper, memory_order_relaxed))
-		return atomic_load_explicit(r->peer_busy, memory_order_relaxed) != 0;
+		return 0;
 	return atomic_load_explicit(r->peer_lock, memory_order_relaxed) != 0;
 }
 
@@ -802,7 +844,7 @@ int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 			continue;
 		}
 		/*
-		 * The peer's busy or lock word only when the budget ran out:
+		 * The peer's lock word only when the budget ran out:
 		 * each look takes its cache line from the peer, which then
 		 * misses on its next store there.
 		 */

@@ -433,26 +433,36 @@ static uint32_t page_of(uint32_t offset)
 struct area {
 	uintptr_t start, end;
 	bool writable;
+	bool alone;	/* the own page: "an area of its own" */
 };
+
+#define MAPPING_PARTS 5
 
 /*
  * The parts of a mapping in address order, with the access the table of
  * "The mapping" gives the mapping's side: header page, consumer page,
- * producer page, data twice.  Found from the offsets, not from the order.
+ * producer page, data twice, own page.  Found from the offsets, not from
+ * the order.
  */
-static void mapping_parts(const struct ring *r, struct area parts[4])
+static void mapping_parts(const struct ring *r, struct area parts[MAPPING_PARTS])
 {
 	const struct ringbuffer_offsets *o = &r->header->offsets;
 	uintptr_t base = (uintptr_t)r->base;
 	bool producer = r->side == WRITE_SIDE;
 	uintptr_t consumer_page = base + page_of(o->tail) * PAGE_SIZE_BYTES;
 	uintptr_t producer_page = base + page_of(o->head) * PAGE_SIZE_BYTES;
+	uintptr_t own_page = base + page_of(producer ? o->producer_held : o->consumer_held) *
+			     PAGE_SIZE_BYTES;
 
-	parts[0] = (struct area){ base, base + PAGE_SIZE_BYTES, false };
-	parts[1] = (struct area){ consumer_page, consumer_page + PAGE_SIZE_BYTES, !producer };
-	parts[2] = (struct area){ producer_page, producer_page + PAGE_SIZE_BYTES, producer };
-	parts[3] = (struct area){ base + o->data, base + o->data + 2ull * r->size, producer };
-	for (int i = 1; i < 4; i++)
+	parts[0] = (struct area){ base, base + PAGE_SIZE_BYTES, false, false };
+	parts[1] = (struct area){ consumer_page, consumer_page + PAGE_SIZE_BYTES, !producer,
+				  false };
+	parts[2] = (struct area){ producer_page, producer_page + PAGE_SIZE_BYTES, producer,
+				  false };
+	parts[3] = (struct area){ base + o->data, base + o->data + 2ull * r->size, producer,
+				  false };
+	parts[4] = (struct area){ own_page, own_page + PAGE_SIZE_BYTES, true, true };
+	for (int i = 1; i < MAPPING_PARTS; i++)
 		for (int j = i; j > 0 && parts[j].start < parts[j - 1].start; j--) {
 			struct area t = parts[j];
 
@@ -461,16 +471,20 @@ static void mapping_parts(const struct ring *r, struct area parts[4])
 		}
 }
 
-/* "The parts with the same access that follow each other form one area." */
-static int mapping_areas(const struct ring *r, struct area areas[4])
+/*
+ * "The parts with the same access that follow each other form one area,
+ * except the own page, which is an area of its own."
+ */
+static int mapping_areas(const struct ring *r, struct area areas[MAPPING_PARTS])
 {
-	struct area parts[4];
+	struct area parts[MAPPING_PARTS];
 	int count = 0;
 
 	mapping_parts(r, parts);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < MAPPING_PARTS; i++) {
 		if (count && areas[count - 1].end == parts[i].start &&
-		    areas[count - 1].writable == parts[i].writable)
+		    areas[count - 1].writable == parts[i].writable &&
+		    !areas[count - 1].alone && !parts[i].alone)
 			areas[count - 1].end = parts[i].end;
 		else
 			areas[count++] = parts[i];
@@ -498,7 +512,7 @@ static int vmas_of(uintptr_t start, uint64_t len, struct area vmas[8], bool *all
 			continue;
 		if (hi <= start || lo >= start + len)
 			continue;
-		vmas[count++] = (struct area){ lo, hi, perm[1] == 'w' };
+		vmas[count++] = (struct area){ lo, hi, perm[1] == 'w', false };
 		*all_readable &= perm[0] == 'r';
 		*any_executable |= perm[2] == 'x';
 	}
@@ -538,8 +552,10 @@ static void check_header(const struct ring *r, int pipe_capacity)
 	};
 	const uint32_t optional[] = {
 		o->producer_keeper, o->consumer_keeper, o->producer_busy, o->consumer_busy,
-		o->read_wait_min, o->write_wait_min,
+		o->read_wait_min, o->write_wait_min, o->producer_held, o->consumer_held,
 	};
+	/* The own page: after the data, the mapping's last. */
+	uint32_t own = (uint32_t)(h->map_size / PAGE_SIZE_BYTES) - 1;
 	struct {
 		uint32_t offset;
 		uint32_t page;
@@ -547,10 +563,12 @@ static void check_header(const struct ring *r, int pipe_capacity)
 	} placement[] = {
 		{ o->head, page_of(o->head), "head" },
 		{ o->producer_lock, page_of(o->head), "producer_lock" },
-		{ o->producer_busy, page_of(o->head), "producer_busy" },
+		{ o->producer_busy, own, "producer_busy" },
+		{ o->producer_held, own, "producer_held" },
 		{ o->tail, page_of(o->tail), "tail" },
 		{ o->consumer_lock, page_of(o->tail), "consumer_lock" },
-		{ o->consumer_busy, page_of(o->tail), "consumer_busy" },
+		{ o->consumer_busy, own, "consumer_busy" },
+		{ o->consumer_held, own, "consumer_held" },
 		{ o->flags, 0, "flags" },
 		{ o->read_waiters, 0, "read_waiters" },
 		{ o->write_waiters, 0, "write_waiters" },
@@ -563,12 +581,12 @@ static void check_header(const struct ring *r, int pipe_capacity)
 	};
 	bool required_present = true, aligned = true, misplaced = false;
 	const char *misplaced_name = "";
-	struct area parts[4];
+	struct area parts[MAPPING_PARTS];
 	bool tiled = true;
 	bool resv_zero = true;
 
 	check(h->magic == RINGBUFFER_MAGIC, "magic is RINGBUFFER_MAGIC", "%#x", h->magic);
-	check(h->version == RINGBUFFER_VERSION, "version is 1", "%u", h->version);
+	check(h->version == 2, "version is 2", "%u", h->version);
 	check(h->size && !(h->size & (h->size - 1)), "size is a power of two", "%u", h->size);
 	check(h->size >= (uint32_t)pipe_capacity,
 	      "the ring holds at least the pipe's capacity at conversion",
@@ -589,7 +607,7 @@ static void check_header(const struct ring *r, int pipe_capacity)
 		if (!placement[i].offset)
 			continue;	/* an optional word this kernel lacks */
 		if (page_of(placement[i].offset) != placement[i].page ||
-		    placement[i].offset >= o->data) {
+		    (placement[i].page != own && placement[i].offset >= o->data)) {
 			misplaced = true;
 			misplaced_name = placement[i].name;
 		}
@@ -601,22 +619,26 @@ static void check_header(const struct ring *r, int pipe_capacity)
 	      "consumer page %u, producer page %u", page_of(o->tail), page_of(o->head));
 	mapping_parts(r, parts);
 	tiled = parts[0].start == (uintptr_t)r->base &&
-		parts[3].end == (uintptr_t)r->base + h->map_size;
-	for (int i = 0; i < 3; i++)
+		parts[MAPPING_PARTS - 1].end == (uintptr_t)r->base + h->map_size;
+	for (int i = 0; i + 1 < MAPPING_PARTS; i++)
 		tiled &= parts[i].end == parts[i + 1].start;
-	check(tiled, "map_size is a header page, a consumer page, a producer page and the data "
-	      "twice", "map_size %llu, data at %#x, size %u", (unsigned long long)h->map_size,
-	      o->data, h->size);
-	for (int i = 0; i < 6; i++)
+	check(tiled, "map_size is a header page, a consumer page, a producer page, the data "
+	      "twice and the own page", "map_size %llu, data at %#x, size %u",
+	      (unsigned long long)h->map_size, o->data, h->size);
+	check(o->producer_held == o->consumer_held && o->producer_busy == o->consumer_busy,
+	      "both names of the held and busy words name the same word",
+	      "held %#x/%#x busy %#x/%#x", o->producer_held, o->consumer_held,
+	      o->producer_busy, o->consumer_busy);
+	for (int i = 0; i < 4; i++)
 		resv_zero &= o->resv[i] == 0;
-	check(resv_zero, "resv is 0", "%#x %#x %#x %#x %#x %#x", o->resv[0], o->resv[1],
-	      o->resv[2], o->resv[3], o->resv[4], o->resv[5]);
+	check(resv_zero, "resv is 0", "%#x %#x %#x %#x", o->resv[0], o->resv[1],
+	      o->resv[2], o->resv[3]);
 }
 
 /* The VMAs of a mapping are the areas the document defines, with their access. */
 static void check_areas(const struct ring *r, const char *which)
 {
-	struct area expected[4], seen[8];
+	struct area expected[MAPPING_PARTS], seen[8];
 	bool readable, executable, same;
 	char want[300], got[300];
 	int n_expected, n_seen;
@@ -640,7 +662,7 @@ static void check_areas(const struct ring *r, const char *which)
 /* mprotect(2), munmap(2) and mremap(2) on a producer mapping; run in a child. */
 static void check_area_operations(const struct ring *consumer, const struct ring *producer)
 {
-	struct area areas[4];
+	struct area areas[MAPPING_PARTS];
 	int n = mapping_areas(producer, areas);
 	const struct area *data = area_containing(areas, n, (uintptr_t)producer->data);
 	const struct area *first = &areas[0];
@@ -729,7 +751,7 @@ static void test_map(void)
 	uint32_t wrapped, index;
 	int p[2], capacity, err, status, dup_fd;
 	int bytes_queued = -1;
-	struct area areas[4];
+	struct area areas[MAPPING_PARTS];
 	const struct area *consumer_data;
 	pid_t child;
 
@@ -778,6 +800,16 @@ static void test_map(void)
 		return;
 	check(producer.base != consumer.base, "each side's mapping has its own address",
 	      "same address");
+	/* "every ringbuffer() call gets a new one, zeroed" */
+	check(load_relaxed(consumer.held) == 0 && load_relaxed(consumer2.held) == 0 &&
+	      load_relaxed(producer.held) == 0, "the held words of new own pages are 0",
+	      "%u %u %u", load_relaxed(consumer.held), load_relaxed(consumer2.held),
+	      load_relaxed(producer.held));
+	atomic_store(consumer.held, 77);
+	check(load_relaxed(consumer2.held) == 0 && load_relaxed(producer.held) == 0,
+	      "the own page belongs to its mapping alone", "another mapping sees %u or %u",
+	      load_relaxed(consumer2.held), load_relaxed(producer.held));
+	atomic_store(consumer.held, 0);
 
 	/* The data area is mapped twice in a row, in every mapping of the ring. */
 	index = (load_relaxed(producer.tail) + 100) & producer.mask;
@@ -2069,6 +2101,52 @@ static void test_lock_revoke(void)
 	channel_send(&down, 1);
 	EXPECT_VALUE(wait_child(holder), 0,
 		     "the stalled holder's next access raises SIGBUS, and it can map again");
+}
+
+/*
+ * "Otherwise nobody vouches for the word, which any user of the side may
+ * have stored: the kernel frees it, and the named thread loses nothing."
+ */
+static void test_lock_unvouched(void)
+{
+	struct channel up, down;
+	struct ring producer;
+	int64_t start, elapsed;
+	pid_t named;
+	int p[2];
+
+	make_pipe(p);
+	channel_init(&up);
+	channel_init(&down);
+	named = fork_helper();
+	if (!named) {
+		struct ring mine;
+
+		if (ring_map(&mine, p[1], WRITE_SIDE, 4096))
+			_exit(1);
+		channel_send(&up, 1);
+		channel_receive(&down, 60000);
+		_exit(load_raises_sigbus(mine.head) ? 2 : 0);
+	}
+	check(channel_receive(&up, 10000) == 1, "the named process mapped the producer side",
+	      "it did not");
+	if (ring_map(&producer, p[1], WRITE_SIDE, 4096))
+		die("ringbuffer()");
+	/* Its id, in the word and in our own held word: neither is its say. */
+	atomic_store(producer.lock, (uint32_t)named);
+	atomic_store(producer.held, (uint32_t)named);
+	alarm(60);
+	start = now_ms();
+	EXPECT_VALUE(write(p[1], "x", 1), 1,
+		     "a blocking write(2) against a word nobody vouches for works");
+	elapsed = now_ms() - start;
+	check(elapsed < 30000, "within the stall bound", "%lld ms", (long long)elapsed);
+	check(load_relaxed(producer.lock) == 0, "the word is free afterwards", "%u",
+	      load_relaxed(producer.lock));
+	channel_send(&down, 1);
+	EXPECT_VALUE(wait_child(named), 0, "the process the word named keeps its mapping");
+	atomic_store(producer.held, 0);
+	ring_unmap(&producer);
 }
 
 /* A holder stopped for 10 s loses the side the same way. */
@@ -3818,7 +3896,7 @@ static void test_split(void)
 {
 	for (int unmap_last_first = 0; unmap_last_first <= 1; unmap_last_first++) {
 		struct ring producer, again;
-		struct area areas[4];
+		struct area areas[MAPPING_PARTS];
 		int p[2], n, first;
 		size_t first_len;
 		char buf[2];
@@ -3882,6 +3960,7 @@ static const struct test_case tests[] = {
 	{ "lock_bogus", test_lock_bogus, 30 },
 	{ "lock_revoke", test_lock_revoke, 60 },
 	{ "lock_revoke_stopped", test_lock_revoke_stopped, 60 },
+	{ "lock_unvouched", test_lock_unvouched, 60 },
 	{ "waitlock_holder_dies", test_waitlock_holder_dies, 30 },
 	{ "lock_exec", test_lock_exec, 20 },
 	{ "keep_basic", test_keep_basic, 20 },

@@ -394,8 +394,9 @@ struct ring {
 	atomic_u32 *producer_keeper, *consumer_keeper;
 	atomic_u32 *producer_busy, *consumer_busy;
 	atomic_u32 *read_wait_min, *write_wait_min;
+	atomic_u32 *producer_held, *consumer_held;
 	/* The same words for the side this mapping is for. */
-	atomic_u32 *lock, *lock_waiters, *keeper, *busy;
+	atomic_u32 *lock, *lock_waiters, *keeper, *busy, *held;
 	char *data;
 };
 
@@ -448,17 +449,21 @@ static inline int ring_map(struct ring *r, int fd, unsigned int side, uint32_t s
 	r->consumer_busy = ring_word(r->base, o->consumer_busy);
 	r->read_wait_min = ring_word(r->base, o->read_wait_min);
 	r->write_wait_min = ring_word(r->base, o->write_wait_min);
+	r->producer_held = ring_word(r->base, o->producer_held);
+	r->consumer_held = ring_word(r->base, o->consumer_held);
 	r->data = r->base + o->data;
 	if (side == RINGBUFFER_WRITE) {
 		r->lock = r->producer_lock;
 		r->lock_waiters = r->producer_lock_waiters;
 		r->keeper = r->producer_keeper;
 		r->busy = r->producer_busy;
+		r->held = r->producer_held;
 	} else {
 		r->lock = r->consumer_lock;
 		r->lock_waiters = r->consumer_lock_waiters;
 		r->keeper = r->consumer_keeper;
 		r->busy = r->consumer_busy;
+		r->held = r->consumer_held;
 	}
 	return 0;
 }
@@ -470,7 +475,11 @@ static inline void ring_unmap(struct ring *r)
 	r->base = NULL;
 }
 
-/* Side locks: take the word with a compare-and-swap of our thread id, (4). */
+/*
+ * Side locks: take the word with a compare-and-swap of our thread id, (4),
+ * say so in the held word of our own page, (10), and check that the word
+ * is still ours, (11).
+ */
 static inline int side_lock_take(struct ring *r)
 {
 	uint32_t me = my_tid();
@@ -480,8 +489,18 @@ static inline int side_lock_take(struct ring *r)
 
 		if (atomic_compare_exchange_weak_explicit(r->lock, &expected, me,
 							  memory_order_acquire,
-							  memory_order_relaxed))
-			return 0;
+							  memory_order_relaxed)) {
+			atomic_store_explicit(r->held, me, memory_order_relaxed);
+			atomic_signal_fence(memory_order_seq_cst);
+			if (load_relaxed(r->lock) == me)
+				return 0;
+			/* The kernel freed it meanwhile: not ours. */
+			expected = me;
+			atomic_compare_exchange_strong_explicit(r->held, &expected, 0,
+								memory_order_relaxed,
+								memory_order_relaxed);
+			continue;
+		}
 		/* Spin a little before sleeping, as the document suggests. */
 		if (attempts < 100) {
 			sched_yield();
@@ -494,11 +513,12 @@ static inline int side_lock_take(struct ring *r)
 }
 
 /*
- * Release, (5) then the full fence (3), and wake the lock waiters if
+ * Release, (12), (5) then the full fence (3), and wake the lock waiters if
  * there are any.  Returns whether it made the RINGBUFFER_WAKE_LOCK call.
  */
 static inline bool side_lock_release(struct ring *r)
 {
+	atomic_store_explicit(r->held, 0, memory_order_relaxed);
 	atomic_store_explicit(r->lock, 0, memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (load_relaxed(r->lock_waiters)) {

@@ -62,6 +62,12 @@ static inline int fake_ring_init(struct fake_ring *f, uint32_t size)
 	h->offsets.producer_keeper = 1024;
 	h->offsets.consumer_busy = page + 256;
 	h->offsets.producer_busy = 2 * page + 256;
+	/*
+	 * The kernel puts the busy and held words in each mapping's own
+	 * page; one mapping serves both sides here, so each gets its own.
+	 */
+	h->offsets.consumer_held = page + 384;
+	h->offsets.producer_held = 2 * page + 384;
 	h->offsets.data = ctl;
 	f->base = b;
 	/* fd -1: no kernel behind it; the tests never make it sleep. */

@@ -14,7 +14,7 @@
 #define RINGBUFFER_WRITE	1	/* the producer: writes data, moves head */
 
 #define RINGBUFFER_MAGIC	0x52696e67	/* "Ring" */
-#define RINGBUFFER_VERSION	1
+#define RINGBUFFER_VERSION	2
 
 /* Largest data area ringbuffer(2) accepts, in bytes. */
 #define RINGBUFFER_MAX_SIZE	(1U << 28)
@@ -35,7 +35,8 @@
 
 /*
  * Lock words: 0 when free, else the thread id of the holder (in the pid
- * namespace of the ring's creator) or RINGBUFFER_LOCK_KERNEL.
+ * namespace of the ring's creator) or RINGBUFFER_LOCK_KERNEL.  The holder
+ * vouches for its word in the held word of its mapping's own page.
  */
 #define RINGBUFFER_LOCK_KERNEL	(1U << 30)
 
@@ -57,11 +58,13 @@ struct ringbuffer_offsets {
 	__u32	consumer_lock_waiters;
 	__u32	producer_keeper;	/* who keeps the producer lock; header */
 	__u32	consumer_keeper;
-	__u32	producer_busy;	/* the keeper is copying; producer page */
-	__u32	consumer_busy;	/* consumer page */
+	__u32	producer_busy;	/* the keeper is copying; own page */
+	__u32	consumer_busy;
 	__u32	read_wait_min;	/* least data a sleeper waits for; header */
 	__u32	write_wait_min;	/* least space a sleeper waits for */
-	__u32	resv[6];
+	__u32	producer_held;	/* who holds the lock word; own page */
+	__u32	consumer_held;
+	__u32	resv[4];
 };
 
 /*
