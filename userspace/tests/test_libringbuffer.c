@@ -793,6 +793,132 @@ static void test_take_back_needs_the_barrier(void)
 }
 
 /*
+ * The same for the held word of a plain side lock (ringbuffer.rst, "Side
+ * locks", (10) and (11)): a holder thread takes the word through the
+ * library's real rb_trylock(), which stores its held word and loads the
+ * lock word again with only a compiler barrier in between, and another
+ * thread frees the word as the kernel's rbuf_free_unvouched() does: it
+ * replaces the word, makes the holder's CPU execute a full barrier, and
+ * reads the held word; if that does not name the holder, it counts the
+ * word as nobody's and enters the critical section itself.  One attempt
+ * per round on each side.  HELD_BARRIER=0 leaves the barrier out.
+ */
+struct unvouched_model {
+	struct fake_ring f;
+	_Atomic int round, attempted, judged;
+	_Atomic uint32_t holder_tid;
+	_Atomic int inside;
+	_Atomic long overlaps, freed;
+};
+
+static void held_critical_section(struct unvouched_model *m, int who, int pauses)
+{
+	if (atomic_exchange(&m->inside, who))
+		atomic_fetch_add(&m->overlaps, 1);
+	for (int i = 0; i < pauses; i++)
+		rb_cpu_relax();
+	atomic_store(&m->inside, 0);
+}
+
+static void *model_holder(void *arg)
+{
+	struct unvouched_model *m = arg;
+
+	atomic_store(&m->holder_tid, (uint32_t)syscall(SYS_gettid));
+	for (int r = 1; r <= BARRIER_ROUNDS; r++) {
+		while (atomic_load(&m->round) != r)
+			rb_cpu_relax();
+		if (rb_trylock(&m->f.prod, 64) == RB_LOCKED) {
+			held_critical_section(m, 1, 2);
+			rb_unlock_unchanged(&m->f.prod);
+		}
+		atomic_store(&m->attempted, r);
+		while (atomic_load(&m->judged) != r)
+			rb_cpu_relax();
+	}
+	return NULL;
+}
+
+static long run_unvouched_model(int with_barrier, long *freed)
+{
+	struct unvouched_model *m = calloc(1, sizeof(*m));
+	struct rb_ring *w;
+	pthread_t holder;
+	long overlaps;
+	uint32_t tid;
+
+	if (!m || fake_ring_init(&m->f, 4096)) {
+		free(m);
+		return -1;
+	}
+	w = &m->f.prod;
+	if (pthread_create(&holder, NULL, model_holder, m)) {
+		munmap(m->f.base, m->f.len);
+		free(m);
+		return -1;
+	}
+	while (!(tid = atomic_load(&m->holder_tid)))
+		rb_cpu_relax();
+	for (int r = 1; r <= BARRIER_ROUNDS; r++) {
+		uint32_t expected = tid;
+
+		atomic_store(&m->round, r);
+		/* Pounce as soon as the word names the holder. */
+		while (atomic_load_explicit(w->lock, memory_order_relaxed) != tid &&
+		       atomic_load(&m->attempted) != r)
+			rb_cpu_relax();
+		if (atomic_compare_exchange_strong(w->lock, &expected,
+						   RINGBUFFER_LOCK_KERNEL)) {
+			if (with_barrier)
+				syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+			if (atomic_load_explicit(w->lock_held, memory_order_relaxed) == tid) {
+				expected = RINGBUFFER_LOCK_KERNEL;
+				atomic_compare_exchange_strong(w->lock, &expected, tid);
+			} else {
+				atomic_fetch_add(&m->freed, 1);
+				held_critical_section(m, 2, 64);
+				expected = RINGBUFFER_LOCK_KERNEL;
+				atomic_compare_exchange_strong(w->lock, &expected, 0);
+			}
+		}
+		while (atomic_load(&m->attempted) != r)
+			rb_cpu_relax();
+		/* Whatever the round left: a free word, nothing vouched. */
+		atomic_store(w->lock, 0);
+		atomic_store(w->lock_held, 0);
+		atomic_store(&m->judged, r);
+	}
+	pthread_join(holder, NULL);
+	overlaps = atomic_load(&m->overlaps);
+	*freed = atomic_load(&m->freed);
+	munmap(m->f.base, m->f.len);
+	free(m);
+	return overlaps;
+}
+
+static void test_unvouched_needs_the_barrier(void)
+{
+	const char *env = getenv("HELD_BARRIER");
+	int with_barrier = !env || strcmp(env, "0");
+	long with, without, freed_with, freed_without;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
+		printf("ok %d - # SKIP the held-word model needs two CPUs and membarrier(2)\n",
+		       passed + failed + 1);
+		passed++;
+		return;
+	}
+	with = run_unvouched_model(with_barrier, &freed_with);
+	CHECK(with == 0, "a word freed as unvouched in %ld of %d rounds, %s the barrier on "
+	      "the holder's CPU: %ld overlaps with the holder's copies", freed_with,
+	      BARRIER_ROUNDS, with_barrier ? "with" : "WITHOUT", with);
+	without = run_unvouched_model(0, &freed_without);
+	printf("# the same without the barrier: %ld overlaps in %ld frees (the reason for it)\n",
+	       without, freed_without);
+}
+
+/*
  * The value of @field in /proc/self/task/@tid/status, blanks skipped,
  * into @val: 0, or -1 if there is none.
  */
@@ -932,6 +1058,7 @@ int main(void)
 	test_pipe_keeps_the_side();
 	test_take_back_stress();
 	test_take_back_needs_the_barrier();
+	test_unvouched_needs_the_barrier();
 	test_reader_wakes_writer_only_when_it_may_go();
 	printf("1..%d\n", passed + failed);
 	printf("%d passed, %d failed\n", passed, failed);
