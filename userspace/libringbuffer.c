@@ -368,8 +368,22 @@ enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 				r->uncontended++;
 			return RB_LOCKED;
 		}
-		if (expected == tid)
-			return RB_LOCK_OWN_THREAD;
+		if (expected == tid) {
+			/* A reserve without a commit, in this thread. */
+			if (r->holding)
+				return RB_LOCK_OWN_THREAD;
+			/*
+			 * The word names us though we hold nothing: the kernel
+			 * gave back a word we had just lost (rb_vouch()), or a
+			 * thread with our id died holding it.  Release it and
+			 * take it again (ringbuffer.rst, "Side locks"); release
+			 * ordering as in rb_release_word(), and a waiter that
+			 * sleeps meanwhile looks again by itself.
+			 */
+			atomic_compare_exchange_strong_explicit(r->lock, &expected, 0,
+					memory_order_release, memory_order_relaxed);
+			continue;
+		}
 		/* A weak exchange may fail spuriously: that is no contention. */
 		if (expected)
 			contended = 1;

@@ -709,10 +709,18 @@ static void *model_keeper(void *arg)
 			rb_cpu_relax();
 		fake_ring_keep(&m->f.prod);
 		atomic_store(&m->keeping, r);
-		/* Copies until it notices the side was taken back. */
+		/*
+		 * Copies until it notices the side was taken back.  Then the
+		 * library gives the word up and takes it the plain way, which
+		 * the model's taker does not stand for: that copy is left out.
+		 */
 		for (;;) {
 			if (!rb_reserve(&m->f.prod, 1))
 				break;
+			if (!atomic_load(&m->f.prod.kept_by)) {
+				rb_commit(&m->f.prod, 0);
+				break;
+			}
 			critical_section(m, 1, 2);
 			rb_commit(&m->f.prod, 0);
 		}
