@@ -51,9 +51,13 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	 * (more data for a consumer, more space for a producer), so a stale
 	 * copy can only understate what is there: it is reloaded when it
 	 * does not show enough, saving a load of the peer's cache line per
-	 * message.
+	 * message.  That holds while nobody else moves our side: set
+	 * @peer_stale when we take the word without keeping the side, since
+	 * other holders may have moved both positions by whole laps of
+	 * 2^32 bytes meanwhile, after which the copy would overstate.
 	 */
 	uint32_t peer_pos;
+	int peer_stale;
 	uint8_t *data;
 	/* Between rb_reserve/rb_peek and rb_commit/rb_consume (lock held): */
 	uint32_t pos;

@@ -361,6 +361,8 @@ enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 				memory_order_acquire, memory_order_relaxed)) {
 			if (!rb_vouch(r, tid))
 				continue;
+			/* Not kept: others may have moved our side meanwhile. */
+			r->peer_stale = 1;
 			/* Counted by the holder only, so under the lock. */
 			if (contended && r->uncontended > 0)
 				r->uncontended = 0;
@@ -520,10 +522,11 @@ fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
 	*own = atomic_load_explicit(writer ? r->head : r->tail, memory_order_relaxed);
 	used = writer ? *own - r->peer_pos : r->peer_pos - *own;
 	*avail = writer ? r->size - used : used;
-	if (used > r->size || *avail < want) {
+	if (used > r->size || *avail < want || r->peer_stale) {
 		/* Acquire: the peer's data (or freed space) below it is ours. */
 		r->peer_pos = atomic_load_explicit(writer ? r->tail : r->head,
 						   memory_order_acquire);
+		r->peer_stale = 0;
 		used = writer ? *own - r->peer_pos : r->peer_pos - *own;
 		*avail = writer ? r->size - used : used;
 		if (used > r->size || *avail < want) {
@@ -674,6 +677,7 @@ static uint32_t rb_load_peer(struct rb_ring *r)
 {
 	r->peer_pos = atomic_load_explicit(r->rw == RB_WRITE ? r->tail : r->head,
 					   memory_order_acquire);
+	r->peer_stale = 0;
 	return r->peer_pos;
 }
 
@@ -692,11 +696,13 @@ static int rb_shows(const struct rb_ring *r, uint32_t own, uint32_t peer,
  * The peer's position for a side at @own that wants @want bytes: the
  * cached one while it shows that much, else loaded again.  A stale value
  * understates what there is; another holder of our side may even have
- * moved past it (the positions look too far apart): reload then too.
+ * moved past it (the positions look too far apart): reload then too, and
+ * always once after taking the word (see peer_stale), when it may be
+ * whole laps old and look right.
  */
 static uint32_t rb_peer_for(struct rb_ring *r, uint32_t own, size_t want)
 {
-	if (rb_used(r, own, r->peer_pos) <= r->size &&
+	if (!r->peer_stale && rb_used(r, own, r->peer_pos) <= r->size &&
 	    rb_shows(r, own, r->peer_pos, want))
 		return r->peer_pos;
 	return rb_load_peer(r);

@@ -270,6 +270,23 @@ static void test_fake_ring_copy(void)
 	}
 	CHECK(rb_read(&f.cons, buf, sizeof(buf)) == 100, "and its 100 bytes arrive");
 
+	/*
+	 * Others move a whole lap of 2^32 bytes and more while producer 1
+	 * waits, and leave the ring full: its cached tail, taken modulo
+	 * 2^32, then shows space that is not there.  Stored directly, as
+	 * other producers and the consumer would leave the positions.
+	 */
+	{
+		uint32_t cached = f.prod.peer_pos;
+		uint32_t head = cached + 1000;	/* a lap and 1000 bytes on */
+
+		atomic_store(f.prod.head, head);
+		atomic_store(f.cons.tail, head - 16384);
+		CHECK(!rb_reserve(&f.prod, 100),
+		      "producer 1 whose cached tail is a lap old finds the ring full");
+		atomic_store(f.cons.tail, head);
+	}
+
 	/* Batches: records of 1 to 300 bytes, never split, never reordered. */
 	{
 		static uint8_t recs[64][300];
