@@ -51,13 +51,16 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	 * (more data for a consumer, more space for a producer), so a stale
 	 * copy can only understate what is there: it is reloaded when it
 	 * does not show enough, saving a load of the peer's cache line per
-	 * message.  That holds while nobody else moves our side: set
-	 * @peer_stale when we take the word without keeping the side, since
-	 * other holders may have moved both positions by whole laps of
-	 * 2^32 bytes meanwhile, after which the copy would overstate.
+	 * message.  That holds while nobody else moves our side: other
+	 * holders may move both positions by whole laps of 2^32 bytes while
+	 * we wait, after which the copy would overstate.  So when we take
+	 * the word without keeping the side and find our position elsewhere
+	 * than @own_left, where we left it, we set @peer_stale and reload.
+	 * (Others moving exactly a multiple of 2^32 bytes would go unseen.)
 	 */
 	uint32_t peer_pos;
 	int peer_stale;
+	uint32_t own_left;
 	uint8_t *data;
 	/* Between rb_reserve/rb_peek and rb_commit/rb_consume (lock held): */
 	uint32_t pos;

@@ -154,6 +154,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 	r->fd = fd;
 	r->rw = rw;
 	r->mapped = 1;
+	/* Nothing cached yet. */
+	r->peer_stale = 1;
 	r->base = base;
 	r->map_size = hdr->map_size;
 	r->size = hdr->size;
@@ -343,6 +345,23 @@ static inline void rb_release_word(struct rb_ring *r)
 	atomic_store_explicit(r->lock, 0, memory_order_release);
 }
 
+/*
+ * Just after taking the word without keeping the side: whether another
+ * holder moved our side since we let it go, in which case the cached
+ * peer position may be laps old (see peer_stale).  Relaxed: the acquire
+ * of the word made the last holder's position store visible.
+ */
+static void rb_check_own(struct rb_ring *r)
+{
+	uint32_t own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+					    memory_order_relaxed);
+
+	if (own != r->own_left) {
+		r->peer_stale = 1;
+		r->own_left = own;
+	}
+}
+
 enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 {
 	uint32_t tid = my_tid();
@@ -361,8 +380,7 @@ enum rb_lock_result rb_trylock(struct rb_ring *r, unsigned int spins)
 				memory_order_acquire, memory_order_relaxed)) {
 			if (!rb_vouch(r, tid))
 				continue;
-			/* Not kept: others may have moved our side meanwhile. */
-			r->peer_stale = 1;
+			rb_check_own(r);
 			/* Counted by the holder only, so under the lock. */
 			if (contended && r->uncontended > 0)
 				r->uncontended = 0;
@@ -545,6 +563,7 @@ fast_exit(struct rb_ring *r, uint32_t own, size_t n)
 		/* Release: the bytes are written (or read) before the position says so. */
 		atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
 				      own + (uint32_t)n, memory_order_release);
+	r->own_left = own + (uint32_t)n;
 	rb_unlock_kept(r, n != 0);
 }
 
@@ -746,6 +765,7 @@ void rb_publish(struct rb_ring *r, uint32_t own, size_t n)
 	/* Release: the bytes are written (or read) before the position says so. */
 	atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
 			      own + (uint32_t)n, memory_order_release);
+	r->own_left = own + (uint32_t)n;
 }
 
 static uint32_t rb_end_flag(const struct rb_ring *r)
