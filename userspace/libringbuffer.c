@@ -716,8 +716,8 @@ static int rb_shows(const struct rb_ring *r, uint32_t own, uint32_t peer,
  * cached one while it shows that much, else loaded again.  A stale value
  * understates what there is; another holder of our side may even have
  * moved past it (the positions look too far apart): reload then too, and
- * always once after taking the word (see peer_stale), when it may be
- * whole laps old and look right.
+ * once after taking the word when another holder moved our side (see
+ * peer_stale), since the copy may then be whole laps old and look right.
  */
 static uint32_t rb_peer_for(struct rb_ring *r, uint32_t own, size_t want)
 {
