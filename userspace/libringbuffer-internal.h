@@ -57,6 +57,8 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	 * the word without keeping the side and find our position elsewhere
 	 * than @own_left, where we left it, we set @peer_stale and reload.
 	 * (Others moving exactly a multiple of 2^32 bytes would go unseen.)
+	 * Kept copies do not update @own_left, to keep their path short;
+	 * the first acquisition after a keeping ends then reloads once.
 	 */
 	uint32_t peer_pos;
 	int peer_stale;

@@ -563,7 +563,6 @@ fast_exit(struct rb_ring *r, uint32_t own, size_t n)
 		/* Release: the bytes are written (or read) before the position says so. */
 		atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
 				      own + (uint32_t)n, memory_order_release);
-	r->own_left = own + (uint32_t)n;
 	rb_unlock_kept(r, n != 0);
 }
 
