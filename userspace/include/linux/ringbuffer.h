@@ -42,12 +42,14 @@
 
 /*
  * Where each word lives, as byte offsets from the start of the mapping.
- * Every word is a naturally aligned __u32.  User space must use these
+ * Every word is a naturally aligned __u32, except the positions head64 and
+ * tail64, __u64 words whose low halves head and tail point to (0 on a
+ * 32-bit kernel, which keeps only those).  User space must use these
  * offsets rather than fixed ones, so that the layout can change.
  */
 struct ringbuffer_offsets {
-	__u32	head;		/* bytes ever produced; producer page */
-	__u32	tail;		/* bytes ever consumed; consumer page */
+	__u32	head;		/* bytes ever produced, low 32 bits */
+	__u32	tail;		/* bytes ever consumed, low 32 bits */
 	__u32	producer_lock;	/* producer page, see the documentation */
 	__u32	consumer_lock;	/* consumer page, see the documentation */
 	__u32	flags;		/* RINGBUFFER_EOF, RINGBUFFER_BROKEN */
@@ -64,7 +66,9 @@ struct ringbuffer_offsets {
 	__u32	write_wait_min;	/* least space a sleeper waits for */
 	__u32	producer_held;	/* who holds the lock word; own page */
 	__u32	consumer_held;
-	__u32	resv[4];
+	__u32	head64;		/* all 64 bits of head: a __u64; producer page */
+	__u32	tail64;		/* ... of tail; consumer page */
+	__u32	resv[2];
 };
 
 /*
