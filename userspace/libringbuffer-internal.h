@@ -15,6 +15,13 @@
  */
 #define RB_RING_ALIGN	128
 
+/*
+ * A position as this process keeps it: as wide as unsigned long, so the
+ * whole 64-bit word on a 64-bit system and its low half on a 32-bit one.
+ * Only the low 32 bits of a difference count (rb_used()).
+ */
+typedef unsigned long rb_pos;
+
 struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	int fd;
 	int rw;
@@ -23,8 +30,8 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	size_t map_size;
 	uint32_t size;
 	uint32_t mask;
-	_Atomic uint32_t *head;
-	_Atomic uint32_t *tail;
+	_Atomic rb_pos *head;
+	_Atomic rb_pos *tail;
 	_Atomic uint32_t *flags;
 	_Atomic uint32_t *lock;		/* our side's */
 	/* In our mapping's own page: we vouch for the lock word there. */
@@ -56,16 +63,18 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	 * we wait, after which the copy would overstate.  So when we take
 	 * the word without keeping the side and find our position elsewhere
 	 * than @own_left, where we left it, we set @peer_stale and reload.
-	 * (Others moving exactly a multiple of 2^32 bytes would go unseen.)
+	 * With 64-bit positions no move goes unseen; with 32-bit ones (or a
+	 * 32-bit holder that stores only the low half) a move of exactly a
+	 * multiple of 2^32 bytes would.
 	 * Kept copies do not update @own_left, to keep their path short;
 	 * the first acquisition after a keeping ends then reloads once.
 	 */
-	uint32_t peer_pos;
+	rb_pos peer_pos;
 	int peer_stale;
-	uint32_t own_left;
+	rb_pos own_left;
 	uint8_t *data;
 	/* Between rb_reserve/rb_peek and rb_commit/rb_consume (lock held): */
-	uint32_t pos;
+	rb_pos pos;
 	size_t held;
 	int holding;
 };
@@ -105,12 +114,12 @@ RB_HIDDEN void rb_let_go(struct rb_ring *r);
  * there in *@avail), else 0 and the general path; leave it having moved
  * @n bytes.  No system call, atomic read-modify-write or fence.
  */
-RB_HIDDEN int rb_fast_enter(struct rb_ring *r, size_t want, uint32_t *own,
+RB_HIDDEN int rb_fast_enter(struct rb_ring *r, size_t want, rb_pos *own,
 			    size_t *avail);
-RB_HIDDEN void rb_fast_exit(struct rb_ring *r, uint32_t own, size_t n);
+RB_HIDDEN void rb_fast_exit(struct rb_ring *r, rb_pos own, size_t n);
 RB_HIDDEN void rb_unlock(struct rb_ring *r);
 RB_HIDDEN void rb_unlock_unchanged(struct rb_ring *r);
-RB_HIDDEN void rb_publish(struct rb_ring *r, uint32_t own, size_t n);
+RB_HIDDEN void rb_publish(struct rb_ring *r, rb_pos own, size_t n);
 /*
  * Poll, without the lock, until @want bytes of data or space may be
  * there or our side has ended (1), or until it is time to sleep in the

@@ -148,7 +148,9 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 	    !hdr->size || (hdr->size & (hdr->size - 1)) ||
 	    hdr->mask != hdr->size - 1 ||
 	    (uint64_t)off->data + 2ULL * hdr->size > hdr->map_size ||
-	    off->producer_held >= hdr->map_size || off->consumer_held >= hdr->map_size)
+	    off->producer_held >= hdr->map_size || off->consumer_held >= hdr->map_size ||
+	    /* A 64-bit process needs 64-bit positions; without, read and write. */
+	    (sizeof(rb_pos) == sizeof(uint64_t) && (!off->head64 || !off->tail64)))
 		return -EPROTO;
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
@@ -160,8 +162,17 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 	r->map_size = hdr->map_size;
 	r->size = hdr->size;
 	r->mask = hdr->mask;
-	r->head = (_Atomic uint32_t *)(b + off->head);
-	r->tail = (_Atomic uint32_t *)(b + off->tail);
+	/*
+	 * Positions as wide as ours: the 64-bit words on a 64-bit system,
+	 * which a kernel that has them names; else their low halves.
+	 */
+	if (sizeof(rb_pos) == sizeof(uint64_t)) {
+		r->head = (_Atomic rb_pos *)(b + off->head64);
+		r->tail = (_Atomic rb_pos *)(b + off->tail64);
+	} else {
+		r->head = (_Atomic rb_pos *)(b + off->head);
+		r->tail = (_Atomic rb_pos *)(b + off->tail);
+	}
 	r->flags = (_Atomic uint32_t *)(b + off->flags);
 	r->data = (uint8_t *)b + off->data;
 	if (rw == RB_WRITE) {
@@ -353,7 +364,7 @@ static inline void rb_release_word(struct rb_ring *r)
  */
 static void rb_check_own(struct rb_ring *r)
 {
-	uint32_t own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+	rb_pos own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
 					    memory_order_relaxed);
 
 	if (own != r->own_left) {
@@ -454,8 +465,8 @@ static int rb_peer_wake_needed(struct rb_ring *r)
 		return 0;
 	if (!r->peer_wait_min)
 		return 1;
-	used = atomic_load_explicit(r->head, memory_order_relaxed) -
-	       atomic_load_explicit(r->tail, memory_order_relaxed);
+	used = (uint32_t)(atomic_load_explicit(r->head, memory_order_relaxed) -
+			  atomic_load_explicit(r->tail, memory_order_relaxed));
 	/* Nonsense stored by a peer: let the sleepers find out (EIO). */
 	if (used > r->size)
 		return 1;
@@ -495,6 +506,16 @@ rb_unlock_kept(struct rb_ring *r, int changed)
 }
 
 /*
+ * The data in the ring, head - tail, for our position @own and the peer's
+ * @peer.  Only the low 32 bits count: a 32-bit user of the ring carries
+ * nothing into the high half of the positions it stores.
+ */
+static inline uint32_t rb_used(const struct rb_ring *r, rb_pos own, rb_pos peer)
+{
+	return (uint32_t)(r->rw == RB_WRITE ? own - peer : peer - own);
+}
+
+/*
  * The whole of a copy on a side this thread keeps, when the ring is
  * neither full nor empty: what rb_trylock(), rb_avail_locked() and
  * rb_unlock() do for it, without their calls and checks.  Per copy: a
@@ -511,7 +532,7 @@ rb_unlock_kept(struct rb_ring *r, int changed)
  * @want, positions out of line, or (producer) no reader left.
  */
 static inline __attribute__((always_inline)) int
-fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
+fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
 {
 	/* Relaxed: kept_by changes only in the thread it names. */
 	uint32_t tid = atomic_load_explicit(&r->kept_by, memory_order_relaxed);
@@ -538,14 +559,14 @@ fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
 	}
 	/* Relaxed: only the keeper moves our position while the side is kept. */
 	*own = atomic_load_explicit(writer ? r->head : r->tail, memory_order_relaxed);
-	used = writer ? *own - r->peer_pos : r->peer_pos - *own;
+	used = rb_used(r, *own, r->peer_pos);
 	*avail = writer ? r->size - used : used;
 	if (used > r->size || *avail < want || r->peer_stale) {
 		/* Acquire: the peer's data (or freed space) below it is ours. */
 		r->peer_pos = atomic_load_explicit(writer ? r->tail : r->head,
 						   memory_order_acquire);
 		r->peer_stale = 0;
-		used = writer ? *own - r->peer_pos : r->peer_pos - *own;
+		used = rb_used(r, *own, r->peer_pos);
 		*avail = writer ? r->size - used : used;
 		if (used > r->size || *avail < want) {
 			rb_unlock_kept(r, 0);
@@ -557,12 +578,12 @@ fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
 
 /* Leave a copy fast_enter() entered, after moving @n bytes at @own. */
 static inline __attribute__((always_inline)) void
-fast_exit(struct rb_ring *r, uint32_t own, size_t n)
+fast_exit(struct rb_ring *r, rb_pos own, size_t n)
 {
 	if (n)
 		/* Release: the bytes are written (or read) before the position says so. */
 		atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
-				      own + (uint32_t)n, memory_order_release);
+				      own + n, memory_order_release);
 	rb_unlock_kept(r, n != 0);
 }
 
@@ -600,7 +621,7 @@ copy_small(uint8_t *dst, const uint8_t *src, size_t n)
 static inline __attribute__((always_inline)) size_t
 fast_copy(struct rb_ring *r, void *buf, size_t len, size_t want)
 {
-	uint32_t own;
+	rb_pos own;
 	size_t n;
 
 	if (!fast_enter(r, want, &own, &n))
@@ -615,12 +636,12 @@ fast_copy(struct rb_ring *r, void *buf, size_t len, size_t want)
 }
 
 /* For the shim, which copies from and to iovecs. */
-int rb_fast_enter(struct rb_ring *r, size_t want, uint32_t *own, size_t *avail)
+int rb_fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
 {
 	return fast_enter(r, want, own, avail);
 }
 
-void rb_fast_exit(struct rb_ring *r, uint32_t own, size_t n)
+void rb_fast_exit(struct rb_ring *r, rb_pos own, size_t n)
 {
 	fast_exit(r, own, n);
 }
@@ -684,14 +705,8 @@ void rb_unlock(struct rb_ring *r)
 		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
 }
 
-/* Data (consumer) or space (producer) for positions @own and @peer. */
-static uint32_t rb_used(const struct rb_ring *r, uint32_t own, uint32_t peer)
-{
-	return r->rw == RB_WRITE ? own - peer : peer - own;
-}
-
 /* Acquire: the peer's data (or freed space) below its position is ours. */
-static uint32_t rb_load_peer(struct rb_ring *r)
+static rb_pos rb_load_peer(struct rb_ring *r)
 {
 	r->peer_pos = atomic_load_explicit(r->rw == RB_WRITE ? r->tail : r->head,
 					   memory_order_acquire);
@@ -700,7 +715,7 @@ static uint32_t rb_load_peer(struct rb_ring *r)
 }
 
 /* Whether positions @own and @peer show at least @want bytes (or are bad). */
-static int rb_shows(const struct rb_ring *r, uint32_t own, uint32_t peer,
+static int rb_shows(const struct rb_ring *r, rb_pos own, rb_pos peer,
 		    size_t want)
 {
 	uint32_t used = rb_used(r, own, peer);
@@ -718,7 +733,7 @@ static int rb_shows(const struct rb_ring *r, uint32_t own, uint32_t peer,
  * once after taking the word when another holder moved our side (see
  * peer_stale), since the copy may then be whole laps old and look right.
  */
-static uint32_t rb_peer_for(struct rb_ring *r, uint32_t own, size_t want)
+static rb_pos rb_peer_for(struct rb_ring *r, rb_pos own, size_t want)
 {
 	if (!r->peer_stale && rb_used(r, own, r->peer_pos) <= r->size &&
 	    rb_shows(r, own, r->peer_pos, want))
@@ -731,7 +746,7 @@ static uint32_t rb_peer_for(struct rb_ring *r, uint32_t own, size_t want)
  * with the peer's position reloaded unless the cached one shows @want.
  * -1 with EIO when the positions are more than the size apart.
  */
-static long rb_avail_locked(struct rb_ring *r, uint32_t *own, size_t want)
+static long rb_avail_locked(struct rb_ring *r, rb_pos *own, size_t want)
 {
 	uint32_t used;
 
@@ -753,18 +768,18 @@ static long rb_avail_locked(struct rb_ring *r, uint32_t *own, size_t want)
  */
 static int rb_may_go(struct rb_ring *r, size_t want)
 {
-	uint32_t own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
+	rb_pos own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
 					    memory_order_relaxed);
 
 	return rb_shows(r, own, rb_peer_for(r, own, want), want);
 }
 
-void rb_publish(struct rb_ring *r, uint32_t own, size_t n)
+void rb_publish(struct rb_ring *r, rb_pos own, size_t n)
 {
 	/* Release: the bytes are written (or read) before the position says so. */
 	atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
-			      own + (uint32_t)n, memory_order_release);
-	r->own_left = own + (uint32_t)n;
+			      own + n, memory_order_release);
+	r->own_left = own + n;
 }
 
 static uint32_t rb_end_flag(const struct rb_ring *r)
@@ -855,9 +870,9 @@ static int rb_peer_copying(struct rb_ring *r)
 
 int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 {
-	_Atomic uint32_t *peer_pos = r->rw == RB_WRITE ? r->tail : r->head;
+	_Atomic rb_pos *peer_pos = r->rw == RB_WRITE ? r->tail : r->head;
 	uint64_t budget, start = 0, last = 0;
-	uint32_t seen = 0;
+	rb_pos seen = 0;
 
 	if (online_cpus < 2)
 		return rb_may_go(r, want) || rb_side_ended(r);
@@ -865,7 +880,7 @@ int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 		awaited = r->size;
 	budget = spin_base_ns + (uint64_t)awaited * RB_SPIN_PS_PER_BYTE / 1000;
 	for (unsigned int i = 1;; i++) {
-		uint32_t pos;
+		rb_pos pos;
 		uint64_t now;
 
 		if (rb_may_go(r, want) || rb_side_ended(r))
@@ -903,7 +918,7 @@ int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 			    size_t want)
 {
-	uint32_t own;
+	rb_pos own;
 	long avail;
 	size_t n;
 
@@ -976,7 +991,7 @@ rb_write_general(struct rb_ring *r, const void *buf, size_t len)
  * Under the lock: copy as many whole records from the front of @rec as
  * @space allows; returns how many, with their bytes in *@bytes.
  */
-static int rb_copy_records(struct rb_ring *r, uint32_t own, long space,
+static int rb_copy_records(struct rb_ring *r, rb_pos own, long space,
 			   const struct iovec *rec, int n, size_t *bytes)
 {
 	size_t at = 0;
@@ -1008,7 +1023,7 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 	}
 	if (r->mapped) {
 		size_t avail, bytes;
-		uint32_t own;
+		rb_pos own;
 
 		if (fast_enter(r, total, &own, &avail)) {
 			int done = rb_copy_records(r, own, (long)avail, rec, n, &bytes);
@@ -1018,7 +1033,7 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 		}
 		for (int tries = 0; tries < RB_SPINS; tries++) {
 			size_t bytes;
-			uint32_t own;
+			rb_pos own;
 			long space;
 			int done;
 
@@ -1088,7 +1103,7 @@ rb_read_general(struct rb_ring *r, void *buf, size_t len)
 ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 {
 	size_t avail;
-	uint32_t own;
+	rb_pos own;
 
 	/* Small, so at most PIPE_BUF: only all of it at once will do. */
 	if (len && len <= RB_INLINE_COPY && fast_enter(r, len, &own, &avail)) {
@@ -1101,7 +1116,7 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 
 /* A read on a kept side that moves more than RB_INLINE_COPY bytes. */
 static __attribute__((noinline)) ssize_t
-rb_read_kept(struct rb_ring *r, void *buf, size_t n, uint32_t own)
+rb_read_kept(struct rb_ring *r, void *buf, size_t n, rb_pos own)
 {
 	memcpy(buf, r->data + (own & r->mask), n);
 	fast_exit(r, own, n);
@@ -1111,7 +1126,7 @@ rb_read_kept(struct rb_ring *r, void *buf, size_t n, uint32_t own)
 ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 {
 	size_t avail, n;
-	uint32_t own;
+	rb_pos own;
 
 	if (!len || !fast_enter(r, 1, &own, &avail))
 		return rb_read_general(r, buf, len);
@@ -1126,7 +1141,7 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 void *rb_reserve(struct rb_ring *r, size_t len)
 {
 	size_t avail;
-	uint32_t own;
+	rb_pos own;
 	long space;
 
 	if (!r->mapped) {
@@ -1177,7 +1192,7 @@ int rb_commit(struct rb_ring *r, size_t len)
 const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 {
 	size_t fast_avail;
-	uint32_t own;
+	rb_pos own;
 	long avail;
 	int eof;
 
@@ -1225,7 +1240,8 @@ long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
 {
 	/* The kernel's 64-bit timespec, whatever time_t is here. */
 	struct __kernel_timespec ts, *tsp = NULL;
-	uint32_t head, tail, used, have;
+	rb_pos head, tail;
+	uint32_t used, have;
 
 	if (!r->mapped) {
 		errno = ENOTSUP;
@@ -1238,7 +1254,7 @@ long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
 		rb_spin_ready(r, min, min);
 	head = atomic_load_explicit(r->head, memory_order_acquire);
 	tail = atomic_load_explicit(r->tail, memory_order_acquire);
-	used = head - tail;
+	used = (uint32_t)(head - tail);
 	have = r->rw == RB_WRITE ? r->size - used : used;
 	if (used <= r->size && have >= min)
 		return have;

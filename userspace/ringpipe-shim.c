@@ -376,7 +376,7 @@ static void fast_path_exit(int fd)
 /* --- the ring ------------------------------------------------------- */
 
 /* Copy @n bytes between ring position @pos and @iov, from byte @skip on. */
-static void copy_iov(struct rb_ring *r, uint32_t pos, const struct iovec *iov,
+static void copy_iov(struct rb_ring *r, rb_pos pos, const struct iovec *iov,
 		     size_t skip, size_t n)
 {
 	/* The data area is mapped twice: n <= size bytes are contiguous. */
@@ -411,7 +411,8 @@ static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
 			 size_t skip, size_t len, size_t want)
 {
 	struct rb_ring *r = &sr->rb;
-	uint32_t head, tail, used, own;
+	rb_pos head, tail, own;
+	uint32_t used;
 	size_t avail, n;
 
 	/* Held for long (or by a dead task): the kernel waits properly. */
@@ -435,7 +436,7 @@ static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
 		head = atomic_load_explicit(r->head, memory_order_acquire);
 		own = tail;
 	}
-	used = head - tail;
+	used = (uint32_t)(head - tail);
 	/* A peer stored nonsense: leave it to the kernel, which says EIO. */
 	avail = used > r->size ? 0 : r->rw == RB_WRITE ? r->size - used : used;
 	if (avail < want || !avail) {
@@ -460,7 +461,7 @@ static ssize_t ring_transfer(struct shim_ring *sr, const struct iovec *iov,
 	int writer = sr->rb.rw == RB_WRITE;
 	size_t want = !writer || total > PIPE_BUF ? 1 : total;
 	size_t done = 0, avail;
-	uint32_t own;
+	rb_pos own;
 
 	/* A side this thread keeps, neither full nor empty: the library's fast path. */
 	if (rb_fast_enter(&sr->rb, want, &own, &avail)) {

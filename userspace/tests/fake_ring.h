@@ -54,9 +54,12 @@ static inline int fake_ring_init(struct fake_ring *f, uint32_t size)
 	h->offsets.write_waiters = 512;
 	h->offsets.consumer_lock_waiters = 640;
 	h->offsets.producer_lock_waiters = 768;
-	h->offsets.tail = page;
+	/* 64-bit positions, with their low halves for 32-bit users. */
+	h->offsets.tail64 = page;
+	h->offsets.head64 = 2 * page;
+	h->offsets.tail = page + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
+	h->offsets.head = 2 * page + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
 	h->offsets.consumer_lock = page + 128;
-	h->offsets.head = 2 * page;
 	h->offsets.producer_lock = 2 * page + 128;
 	h->offsets.consumer_keeper = 896;
 	h->offsets.producer_keeper = 1024;

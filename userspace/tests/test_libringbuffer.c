@@ -123,6 +123,8 @@ static void test_bad_arguments(void)
 
 /* A ring laid out like ringbuffer(2)'s mapping, in a memfd. */
 #define STREAM (8u << 20)
+/* 2^32 bytes in a 64-bit position; 0 where positions have 32 bits. */
+#define LAP ((rb_pos)(UINT64_C(1) << 32))
 
 static void *producer(void *arg)
 {
@@ -277,14 +279,34 @@ static void test_fake_ring_copy(void)
 	 * other producers and the consumer would leave the positions.
 	 */
 	{
-		uint32_t cached = f.prod.peer_pos;
-		uint32_t head = cached + 1000;	/* a lap and 1000 bytes on */
+		rb_pos cached = f.prod.peer_pos;
+		rb_pos head = cached + LAP + 1000;	/* a lap and 1000 bytes on */
 
 		atomic_store(f.prod.head, head);
 		atomic_store(f.cons.tail, head - 16384);
 		CHECK(!rb_reserve(&f.prod, 100),
 		      "producer 1 whose cached tail is a lap old finds the ring full");
 		atomic_store(f.cons.tail, head);
+	}
+	/*
+	 * Exactly a lap: the low halves of the positions are where producer
+	 * 1 left them, and only 64-bit positions show that they moved.
+	 */
+	if (sizeof(rb_pos) == sizeof(uint64_t)) {
+		rb_pos head;
+
+		CHECK(rb_write(&f.prod, buf, 100) == 100 &&
+		      rb_read(&f.cons, buf, sizeof(buf)) == 100,
+		      "producer 1 writes again, caching an older tail");
+		head = atomic_load(f.prod.head) + LAP;
+		atomic_store(f.prod.head, head);
+		atomic_store(f.cons.tail, head - 16384);
+		CHECK(!rb_reserve(&f.prod, 100),
+		      "producer 1 after others moved exactly 2^32 bytes finds the ring full");
+		atomic_store(f.cons.tail, head);
+		CHECK(rb_write(&f.prod, buf, 10) == 10 &&
+		      rb_read(&f.cons, buf, sizeof(buf)) == 10,
+		      "and moves on from there");
 	}
 
 	/* Batches: records of 1 to 300 bytes, never split, never reordered. */
