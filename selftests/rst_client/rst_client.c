@@ -562,10 +562,12 @@ static void check_header(const struct ring *r, int pipe_capacity)
 		const char *name;
 	} placement[] = {
 		{ o->head, page_of(o->head), "head" },
+		{ o->head64, page_of(o->head), "head64" },
 		{ o->producer_lock, page_of(o->head), "producer_lock" },
 		{ o->producer_busy, own, "producer_busy" },
 		{ o->producer_held, own, "producer_held" },
 		{ o->tail, page_of(o->tail), "tail" },
+		{ o->tail64, page_of(o->tail), "tail64" },
 		{ o->consumer_lock, page_of(o->tail), "consumer_lock" },
 		{ o->consumer_busy, own, "consumer_busy" },
 		{ o->consumer_held, own, "consumer_held" },
@@ -629,10 +631,22 @@ static void check_header(const struct ring *r, int pipe_capacity)
 	      "both names of the held and busy words name the same word",
 	      "held %#x/%#x busy %#x/%#x", o->producer_held, o->consumer_held,
 	      o->producer_busy, o->consumer_busy);
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(o->resv) / sizeof(o->resv[0]); i++)
 		resv_zero &= o->resv[i] == 0;
-	check(resv_zero, "resv is 0", "%#x %#x %#x %#x", o->resv[0], o->resv[1],
-	      o->resv[2], o->resv[3]);
+	check(resv_zero, "resv is 0", "%#x %#x", o->resv[0], o->resv[1]);
+	/* A 64-bit process runs on a 64-bit kernel, which names 64-bit positions. */
+	check(sizeof(long) < 8 || (o->head64 && o->tail64),
+	      "a 64-bit kernel names the 64-bit positions", "head64 %#x tail64 %#x",
+	      o->head64, o->tail64);
+	if (o->head64 || o->tail64) {
+		uint32_t low = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0;
+
+		check(o->head64 % 8 == 0 && o->tail64 % 8 == 0 &&
+		      o->head == o->head64 + low && o->tail == o->tail64 + low,
+		      "head and tail name the low halves of the aligned __u64 head64 and tail64",
+		      "head %#x head64 %#x tail %#x tail64 %#x", o->head, o->head64, o->tail,
+		      o->tail64);
+	}
 }
 
 /* The VMAs of a mapping are the areas the document defines, with their access. */

@@ -434,6 +434,11 @@ static inline int ring_map(struct ring *r, int fd, unsigned int side, uint32_t s
 	r->map_size = r->header->map_size;
 	r->size = r->header->size;
 	r->mask = r->header->mask;
+	/*
+	 * 32-bit positions, the low halves, as the document allows any
+	 * client: the library keeps 64-bit ones, so between them both
+	 * widths are tried on the same rings.
+	 */
 	r->head = ring_word(r->base, o->head);
 	r->tail = ring_word(r->base, o->tail);
 	r->producer_lock = ring_word(r->base, o->producer_lock);
