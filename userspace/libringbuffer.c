@@ -365,7 +365,7 @@ static inline void rb_release_word(struct rb_ring *r)
 static void rb_check_own(struct rb_ring *r)
 {
 	rb_pos own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
-					    memory_order_relaxed);
+					  memory_order_relaxed);
 
 	if (own != r->own_left) {
 		r->peer_stale = 1;
@@ -769,7 +769,7 @@ static long rb_avail_locked(struct rb_ring *r, rb_pos *own, size_t want)
 static int rb_may_go(struct rb_ring *r, size_t want)
 {
 	rb_pos own = atomic_load_explicit(r->rw == RB_WRITE ? r->head : r->tail,
-					    memory_order_relaxed);
+					  memory_order_relaxed);
 
 	return rb_shows(r, own, rb_peer_for(r, own, want), want);
 }
