@@ -515,6 +515,15 @@ static inline uint32_t rb_used(const struct rb_ring *r, rb_pos own, rb_pos peer)
 	return (uint32_t)(r->rw == RB_WRITE ? own - peer : peer - own);
 }
 
+/* Acquire: the peer's data (or freed space) below its position is ours. */
+static inline rb_pos rb_load_peer(struct rb_ring *r)
+{
+	r->peer_pos = atomic_load_explicit(r->rw == RB_WRITE ? r->tail : r->head,
+					   memory_order_acquire);
+	r->peer_stale = 0;
+	return r->peer_pos;
+}
+
 /*
  * The whole of a copy on a side this thread keeps, when the ring is
  * neither full nor empty: what rb_trylock(), rb_avail_locked() and
@@ -562,11 +571,7 @@ fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
 	used = rb_used(r, *own, r->peer_pos);
 	*avail = writer ? r->size - used : used;
 	if (used > r->size || *avail < want || r->peer_stale) {
-		/* Acquire: the peer's data (or freed space) below it is ours. */
-		r->peer_pos = atomic_load_explicit(writer ? r->tail : r->head,
-						   memory_order_acquire);
-		r->peer_stale = 0;
-		used = rb_used(r, *own, r->peer_pos);
+		used = rb_used(r, *own, rb_load_peer(r));
 		*avail = writer ? r->size - used : used;
 		if (used > r->size || *avail < want) {
 			rb_unlock_kept(r, 0);
@@ -703,15 +708,6 @@ void rb_unlock(struct rb_ring *r)
 		sys_ringbuffer_wakeup(r->fd, r->rw, RINGBUFFER_WAKE_LOCK);
 	if (rb_peer_wake_needed(r))
 		sys_ringbuffer_wakeup(r->fd, r->rw, 0);
-}
-
-/* Acquire: the peer's data (or freed space) below its position is ours. */
-static rb_pos rb_load_peer(struct rb_ring *r)
-{
-	r->peer_pos = atomic_load_explicit(r->rw == RB_WRITE ? r->tail : r->head,
-					   memory_order_acquire);
-	r->peer_stale = 0;
-	return r->peer_pos;
 }
 
 /* Whether positions @own and @peer show at least @want bytes (or are bad). */
