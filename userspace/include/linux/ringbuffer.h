@@ -29,6 +29,7 @@
 
 /* ringbuffer_wait(2) flags */
 #define RINGBUFFER_WAIT_LOCK	(1U << 0)	/* for the side's lock word */
+#define RINGBUFFER_WAIT_FUTEX	(1U << 1)	/* arm the side's futex word */
 /* ringbuffer_wakeup(2) flags */
 #define RINGBUFFER_WAKE_LOCK	(1U << 0)	/* who waits for the side's lock */
 #define RINGBUFFER_KEEP_LOCK	(1U << 1)	/* keep the lock held, see the doc */
@@ -68,6 +69,8 @@ struct ringbuffer_offsets {
 	__u32	consumer_held;
 	__u32	head64;		/* all 64 bits of head: a __u64; producer page */
 	__u32	tail64;		/* ... of tail; consumer page */
+	__u32	read_futex;	/* changes when data may be there; header */
+	__u32	write_futex;	/* changes when space may be there */
 	__u32	resv[2];
 };
 
