@@ -47,7 +47,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
-LIB_VERSION := 0.2.0
+LIB_VERSION := 0.3.0
 MANPAGES := $(wildcard userspace/man/*.[123])
 # Each function of libringbuffer.h gets a man page that points to
 # libringbuffer(3), so that "man rb_read" works.

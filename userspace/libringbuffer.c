@@ -1232,6 +1232,26 @@ int rb_consume(struct rb_ring *r, size_t len)
 	return rb_commit(r, len);
 }
 
+const uint32_t *rb_futex_word(struct rb_ring *r)
+{
+	const struct ringbuffer_offsets *off;
+	uint32_t at;
+
+	if (!r->mapped) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	off = &((const struct ringbuffer_header *)r->base)->offsets;
+	at = r->rw == RB_READ ? off->read_futex : off->write_futex;
+	if (!at || at >= off->data || at % sizeof(uint32_t)) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	if (sys_ringbuffer_wait(r->fd, r->rw, 0, NULL, RINGBUFFER_WAIT_FUTEX))
+		return NULL;
+	return (const uint32_t *)((const char *)r->base + at);
+}
+
 long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns)
 {
 	/* The kernel's 64-bit timespec, whatever time_t is here. */

@@ -28,7 +28,7 @@ extern "C" {
 
 /* The version of this header; the library's soname is libringbuffer.so.0. */
 #define LIBRINGBUFFER_VERSION_MAJOR	0
-#define LIBRINGBUFFER_VERSION_MINOR	2
+#define LIBRINGBUFFER_VERSION_MINOR	3
 #define LIBRINGBUFFER_VERSION_PATCH	0
 
 #define RB_READ		0	/* the consumer side */
@@ -98,6 +98,18 @@ int rb_consume(struct rb_ring *r, size_t len);
  * with errno (EPIPE, EINTR, ETIMEDOUT with @timeout_ns >= 0).
  */
 long rb_wait(struct rb_ring *r, uint32_t min, int64_t timeout_ns);
+
+/*
+ * Waiting next to other events, with futex_waitv(2) or io_uring's futex
+ * operations: rb_futex_word() arms the side for futex waiters (once for
+ * the ring, see RINGBUFFER_WAIT_FUTEX in ringbuffer_wait(2)) and returns
+ * its futex word, which the kernel changes whenever it wakes the side.
+ * Load the word with acquire semantics, then check with rb_wait(r, min,
+ * 0), and while that fails with ETIMEDOUT, wait (a shared futex, 32-bit)
+ * on the value loaded.  Returns NULL with errno ENOTSUP in fallback mode
+ * or on a kernel without futex words, or an error of ringbuffer_wait(2).
+ */
+const uint32_t *rb_futex_word(struct rb_ring *r);
 
 #ifdef __cplusplus
 }

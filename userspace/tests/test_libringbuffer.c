@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/futex.h>
 #include <linux/ringbuffer.h>
 
 #include "../libringbuffer.h"
@@ -1092,6 +1093,76 @@ out:
 	close(fds[1]);
 }
 
+struct futex_waiter {
+	struct rb_ring *r;
+	_Atomic pid_t tid;
+	long got;		/* what rb_wait() said at last */
+	int timed_out;		/* FUTEX_WAIT ran out: a lost wake-up */
+};
+
+/* The loop of rb_futex_word()'s comment, for 4 bytes of data. */
+static void *futex_wait_for_data(void *arg)
+{
+	struct futex_waiter *fw = arg;
+	const uint32_t *word = rb_futex_word(fw->r);
+
+	atomic_store(&fw->tid, (pid_t)syscall(SYS_gettid));
+	if (!word) {
+		fw->got = -errno;
+		return NULL;
+	}
+	for (;;) {
+		struct timespec patience = { .tv_sec = 20 };
+		/* Acquire: the kernel changed the word after the state. */
+		uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+
+		fw->got = rb_wait(fw->r, 4, 0);
+		if (fw->got >= 0 || errno != ETIMEDOUT)
+			return NULL;
+		if (syscall(SYS_futex, word, FUTEX_WAIT, seen, &patience, NULL, 0) &&
+		    errno == ETIMEDOUT) {
+			fw->timed_out = 1;
+			return NULL;
+		}
+	}
+}
+
+static void test_futex_word(void)
+{
+	struct futex_waiter fw = { 0 };
+	struct rb_ring *w;
+	pthread_t t;
+	int fds[2];
+
+	if (pipe(fds))
+		return;
+	w = rb_open(fds[1], RB_WRITE, 65536);
+	fw.r = rb_open(fds[0], RB_READ, 65536);
+	if (!w || !fw.r)
+		goto out;
+	if (!rb_is_mapped(fw.r)) {
+		errno = 0;
+		CHECK(!rb_futex_word(fw.r) && errno == ENOTSUP,
+		      "rb_futex_word() in fallback mode: ENOTSUP");
+		goto out;
+	}
+	pthread_create(&t, NULL, futex_wait_for_data, &fw);
+	/* Let it get to sleep first, so that the wake-up is what ends it. */
+	for (int i = 0; i < 2000000 && !(atomic_load(&fw.tid) &&
+					 task_asleep(atomic_load(&fw.tid))); i++)
+		sched_yield();
+	CHECK(rb_write(w, "data", 4) == 4, "rb_write() to a futex waiter");
+	pthread_join(t, NULL);
+	CHECK(fw.got == 4 && !fw.timed_out,
+	      "a futex waiter on rb_futex_word() wakes for the data (got %ld%s)",
+	      fw.got, fw.timed_out ? ", FUTEX_WAIT timed out" : "");
+out:
+	rb_close(w);
+	rb_close(fw.r);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -1107,6 +1178,7 @@ int main(void)
 	test_take_back_needs_the_barrier();
 	test_unvouched_needs_the_barrier();
 	test_reader_wakes_writer_only_when_it_may_go();
+	test_futex_word();
 	printf("1..%d\n", passed + failed);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
