@@ -23,6 +23,7 @@
 #include "rst_client.h"
 
 #include <grp.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1334,6 +1335,134 @@ static void test_wait_eof(void)
 		      load_relaxed(consumer.read_wait_min));
 }
 
+/*
+ * The waiter of "Waiting with futexes": the word, with acquire, before the
+ * state; FUTEX_WAIT (shared) on the value loaded.  Waits for @n bytes of
+ * data, or the end of the producer side.  Returns the data there, or -1
+ * if FUTEX_WAIT ran out of time, which only a lost wake-up explains.
+ */
+static long futex_wait_for_data(const struct ring *consumer, uint32_t n)
+{
+	for (;;) {
+		struct timespec patience = { .tv_sec = 20 };
+		uint32_t word = load_acquire(consumer->read_futex);		/* (4) */
+		uint32_t tail = load_relaxed(consumer->tail);
+		uint32_t head = load_acquire(consumer->head);
+
+		if (head - tail >= n)
+			return head - tail;
+		if (load_acquire(consumer->flags) & RINGBUFFER_EOF)
+			return load_acquire(consumer->head) - tail;
+		if (syscall(SYS_futex, consumer->read_futex, FUTEX_WAIT, word, &patience,
+			    NULL, 0) && errno == ETIMEDOUT)
+			return -1;
+	}
+}
+
+/* Whether @pid sleeps in a futex wait, as far as /proc tells. */
+static bool in_futex_wait(pid_t pid)
+{
+	char path[64], buf[128] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strstr(buf, "futex") != NULL;
+}
+
+static void test_wait_futex(void)
+{
+	struct ring consumer, producer;
+	uint32_t before;
+	pid_t child;
+	int p[2];
+
+	make_pipe(p);
+	if (ring_map(&consumer, p[0], READ_SIDE, 4096) ||
+	    ring_map(&producer, p[1], WRITE_SIDE, 4096))
+		die("ringbuffer()");
+	if (!consumer.read_futex) {
+		skip("futex words", "the kernel has no read_futex");
+		goto out;
+	}
+	check(consumer.write_futex && consumer.read_futex != consumer.write_futex &&
+	      consumer.header->offsets.read_futex % 4 == 0 &&
+	      consumer.header->offsets.write_futex % 4 == 0 &&
+	      consumer.header->offsets.read_futex < (uint32_t)sysconf(_SC_PAGESIZE) &&
+	      consumer.header->offsets.write_futex < (uint32_t)sysconf(_SC_PAGESIZE),
+	      "read_futex and write_futex are two aligned words of the header page", "%u %u",
+	      consumer.header->offsets.read_futex, consumer.header->offsets.write_futex);
+	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], READ_SIDE, 1, NULL, RINGBUFFER_WAIT_FUTEX),
+		       "RINGBUFFER_WAIT_FUTEX with min 1", EINVAL);
+	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], READ_SIDE, 0, &(struct __kernel_timespec){ 0 },
+					   RINGBUFFER_WAIT_FUTEX),
+		       "RINGBUFFER_WAIT_FUTEX with a timeout", EINVAL);
+	EXPECT_VALUE(sys_ringbuffer_wait(p[0], READ_SIDE, 0, NULL, RINGBUFFER_WAIT_FUTEX), 0,
+		     "RINGBUFFER_WAIT_FUTEX arms the consumer side and returns 0");
+	check(load_relaxed(consumer.read_waiters) == 1,
+	      "an armed side counts one sleeper for good", "read_waiters %u",
+	      load_relaxed(consumer.read_waiters));
+	if (consumer.read_wait_min)
+		check(load_relaxed(consumer.read_wait_min) == 1,
+		      "an armed side's wait minimum is 1", "read_wait_min %u",
+		      load_relaxed(consumer.read_wait_min));
+	EXPECT_VALUE(sys_ringbuffer_wait(p[0], READ_SIDE, 0, NULL, RINGBUFFER_WAIT_FUTEX), 0,
+		     "arming again returns 0");
+	check(load_relaxed(consumer.read_waiters) == 1, "arming again changes nothing",
+	      "read_waiters %u", load_relaxed(consumer.read_waiters));
+
+	/* A mapped producer, by the protocol of "Producing and consuming". */
+	before = load_relaxed(consumer.read_futex);
+	child = fork_helper();
+	if (!child) {
+		struct ring mine;
+
+		close(p[1]);
+		/* A mapping of its own: the futex is found through any. */
+		if (ring_map(&mine, p[0], READ_SIDE, 4096))
+			_exit(EXIT_SETUP_FAILED);
+		_exit(futex_wait_for_data(&mine, 5) == 5 ? 0 : 1);
+	}
+	check(WAIT_UNTIL(in_futex_wait(child), 10000), "the waiter sleeps in FUTEX_WAIT",
+	      "wchan says otherwise");
+	EXPECT_VALUE(ring_produce(&producer, "fives", 5, 5, true), 5,
+		     "a mapped publish of 5 bytes");
+	check(last_copy_woke_other_side, "the publish makes the wake-up call for the armed side",
+	      "no call");
+	EXPECT_VALUE(wait_child(child), 0, "the futex waiter is woken by the publish");
+	check(load_relaxed(consumer.read_futex) != before,
+	      "the kernel changed read_futex when it woke the side", "still %u", before);
+
+	/* write(2), and then the end of the producer side. */
+	child = fork_helper();
+	if (!child) {
+		close(p[1]);
+		if (futex_wait_for_data(&consumer, 6) != 6)
+			_exit(1);
+		_exit(futex_wait_for_data(&consumer, 100) == 6 ? 0 : 2);
+	}
+	check(WAIT_UNTIL(in_futex_wait(child), 10000), "the waiter sleeps in FUTEX_WAIT again",
+	      "wchan says otherwise");
+	EXPECT_VALUE(write(p[1], "x", 1), 1, "write(2) of 1 byte");
+	ring_unmap(&producer);
+	close(p[1]);
+	EXPECT_VALUE(wait_child(child), 0,
+		     "the futex waiter is woken by write(2) and by the close of the last writer");
+	ring_unmap(&consumer);
+	close(p[0]);
+	return;
+out:
+	ring_unmap(&producer);
+	ring_unmap(&consumer);
+	close(p[0]);
+	close(p[1]);
+}
+
 static bool sigpipe_pending(void)
 {
 	sigset_t pending;
@@ -1451,8 +1580,11 @@ static void test_wait_misc(void)
 		       "min 0xffffffff fails with EINVAL", EINVAL);
 	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], READ_SIDE, 1, NULL, RINGBUFFER_WAIT_LOCK),
 		       "RINGBUFFER_WAIT_LOCK with min 1 fails with EINVAL", EINVAL);
-	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], READ_SIDE, 0, NULL, 2),
-		       "ringbuffer_wait() with flags 2 fails with EINVAL", EINVAL);
+	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], READ_SIDE, 0, NULL, 4),
+		       "ringbuffer_wait() with flags 4 fails with EINVAL", EINVAL);
+	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], READ_SIDE, 0, NULL,
+					   RINGBUFFER_WAIT_LOCK | RINGBUFFER_WAIT_FUTEX),
+		       "RINGBUFFER_WAIT_LOCK with RINGBUFFER_WAIT_FUTEX fails with EINVAL", EINVAL);
 	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], 2, 0, NULL, 0),
 		       "ringbuffer_wait() with rw 2 fails with EINVAL", EINVAL);
 	EXPECT_FAILURE(sys_ringbuffer_wait(p[0], READ_SIDE, 6, &bad_nsec, 0),
@@ -3971,6 +4103,7 @@ static const struct test_case tests[] = {
 	{ "multi_read", test_multi_read, 240 },
 	{ "multi_mapped", test_multi_mapped, 240 },
 	{ "wait_eof", test_wait_eof, 20 },
+	{ "wait_futex", test_wait_futex, 60 },
 	{ "wait_epipe", test_wait_epipe, 20 },
 	{ "wait_misc", test_wait_misc, 20 },
 	{ "wait_eintr", test_wait_eintr, 30 },

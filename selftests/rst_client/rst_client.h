@@ -395,6 +395,7 @@ struct ring {
 	atomic_u32 *producer_busy, *consumer_busy;
 	atomic_u32 *read_wait_min, *write_wait_min;
 	atomic_u32 *producer_held, *consumer_held;
+	atomic_u32 *read_futex, *write_futex;
 	/* The same words for the side this mapping is for. */
 	atomic_u32 *lock, *lock_waiters, *keeper, *busy, *held;
 	char *data;
@@ -456,6 +457,8 @@ static inline int ring_map(struct ring *r, int fd, unsigned int side, uint32_t s
 	r->write_wait_min = ring_word(r->base, o->write_wait_min);
 	r->producer_held = ring_word(r->base, o->producer_held);
 	r->consumer_held = ring_word(r->base, o->consumer_held);
+	r->read_futex = ring_word(r->base, o->read_futex);
+	r->write_futex = ring_word(r->base, o->write_futex);
 	r->data = r->base + o->data;
 	if (side == RINGBUFFER_WRITE) {
 		r->lock = r->producer_lock;
