@@ -69,9 +69,9 @@ struct ringbuffer_offsets {
 	__u32	consumer_held;
 	__u32	head64;		/* all 64 bits of head: a __u64; producer page */
 	__u32	tail64;		/* ... of tail; consumer page */
+	__u32	resv[2];
 	__u32	read_futex;	/* changes when data may be there; header */
 	__u32	write_futex;	/* changes when space may be there */
-	__u32	resv[2];
 };
 
 /*
