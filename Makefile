@@ -17,6 +17,11 @@ SELFTEST_CFLAGS := $(CFLAGS_COMMON) -Wno-clobbered
 # and installed with the kernel's kselftest makefiles into KSELFTEST, where
 # selftests/run finds them and the kselftest runner.
 KSELFTEST := $(CURDIR)/selftests/out/kselftest
+# Where the kselftest build keeps its objects (lib.mk's OUTPUT).
+KSELFTEST_BUILD := $(RINGPIPE_CACHE)/headers/kselftest/ringbuffer
+# The installed uapi header, once `make headers` made it: a prerequisite
+# of what is compiled against it, so that a change of the ABI rebuilds.
+UAPI_HEADER = $(wildcard $(HEADERS)/linux/ringbuffer.h)
 
 # User space needs a C compiler and libc, nothing else: the uapi header is
 # copied in userspace/include (make check compares it with the series)
@@ -101,6 +106,9 @@ headers: tree
 selftests: headers
 	@echo "  KSFT    tools/testing/selftests/ringbuffer -> selftests/out/kselftest"
 	@rm -rf $(KSELFTEST)
+	@# lib.mk rebuilds a test when its source changes, not the uapi header.
+	@find $(KSELFTEST_BUILD) -maxdepth 1 -type f \
+		! -newer $(HEADERS)/linux/ringbuffer.h -delete 2>/dev/null || true
 	@$(MAKE) -s -C $(TREE)/tools/testing/selftests TARGETS=ringbuffer \
 		O=$(RINGPIPE_CACHE)/headers KSFT_INSTALL_PATH=$(KSELFTEST) \
 		USERCFLAGS=-Werror install >$(RINGPIPE_CACHE)/kselftest-build.log 2>&1 || \
@@ -109,7 +117,8 @@ selftests: headers
 
 # A client of the ABI written from ringbuffer.rst alone, with nothing else
 # of the project: it checks that the kernel does what the document says.
-selftests/out/rst_client: selftests/rst_client/rst_client.c selftests/rst_client/rst_client.h
+selftests/out/rst_client: selftests/rst_client/rst_client.c selftests/rst_client/rst_client.h \
+		$(UAPI_HEADER)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	@$(CC) $(CFLAGS_COMMON) -isystem $(HEADERS) -o $@ $< -lpthread
@@ -157,7 +166,7 @@ userspace/ringpipe: userspace/ringpipe.in Makefile
 	@sed -e 's|@SHIM@|"$(CURDIR)/userspace/ringpipe-shim.so"|' \
 		-e 's|@VERSION@|$(LIB_VERSION)|' $< >$@ && chmod +x $@
 
-userspace/tests/out/%: userspace/tests/%.c userspace/tests/shim_util.h
+userspace/tests/out/%: userspace/tests/%.c userspace/tests/shim_util.h $(UAPI_HEADER)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	@$(CC) $(SELFTEST_CFLAGS) -isystem $(HEADERS) \
