@@ -507,21 +507,32 @@ rb_unlock_kept(struct rb_ring *r, int changed)
 
 /*
  * The data in the ring, head - tail, for our position @own and the peer's
- * @peer.  Only the low 32 bits count: a 32-bit user of the ring carries
- * nothing into the high half of the positions it stores.
+ * @peer on the producer side if @writer, else the consumer's.  Only the
+ * low 32 bits count: a 32-bit user of the ring carries nothing into the
+ * high half of the positions it stores.
  */
+static inline uint32_t rb_used_as(int writer, rb_pos own, rb_pos peer)
+{
+	return (uint32_t)(writer ? own - peer : peer - own);
+}
+
 static inline uint32_t rb_used(const struct rb_ring *r, rb_pos own, rb_pos peer)
 {
-	return (uint32_t)(r->rw == RB_WRITE ? own - peer : peer - own);
+	return rb_used_as(r->rw == RB_WRITE, own, peer);
 }
 
 /* Acquire: the peer's data (or freed space) below its position is ours. */
-static inline rb_pos rb_load_peer(struct rb_ring *r)
+static inline rb_pos rb_load_peer_as(struct rb_ring *r, int writer)
 {
-	r->peer_pos = atomic_load_explicit(r->rw == RB_WRITE ? r->tail : r->head,
+	r->peer_pos = atomic_load_explicit(writer ? r->tail : r->head,
 					   memory_order_acquire);
 	r->peer_stale = 0;
 	return r->peer_pos;
+}
+
+static inline rb_pos rb_load_peer(struct rb_ring *r)
+{
+	return rb_load_peer_as(r, r->rw == RB_WRITE);
 }
 
 /*
@@ -539,13 +550,16 @@ static inline rb_pos rb_load_peer(struct rb_ring *r)
  * and the bytes there in *@avail.  0 leaves everything to the general
  * path: not kept by this thread, taken back, nested in a copy, short of
  * @want, positions out of line, or (producer) no reader left.
+ *
+ * fast_enter_as() and fast_exit_as() are told which side @r is (@writer),
+ * so that rb_write() and rb_read(), which know it, test it once.
  */
 static inline __attribute__((always_inline)) int
-fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
+fast_enter_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
+	      size_t *avail)
 {
 	/* Relaxed: kept_by changes only in the thread it names. */
 	uint32_t tid = atomic_load_explicit(&r->kept_by, memory_order_relaxed);
-	int writer = r->rw == RB_WRITE;
 	uint32_t used;
 
 	if (!tid || tid != cached_tid ||
@@ -568,10 +582,10 @@ fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
 	}
 	/* Relaxed: only the keeper moves our position while the side is kept. */
 	*own = atomic_load_explicit(writer ? r->head : r->tail, memory_order_relaxed);
-	used = rb_used(r, *own, r->peer_pos);
+	used = rb_used_as(writer, *own, r->peer_pos);
 	*avail = writer ? r->size - used : used;
 	if (used > r->size || *avail < want || r->peer_stale) {
-		used = rb_used(r, *own, rb_load_peer(r));
+		used = rb_used_as(writer, *own, rb_load_peer_as(r, writer));
 		*avail = writer ? r->size - used : used;
 		if (used > r->size || *avail < want) {
 			rb_unlock_kept(r, 0);
@@ -583,13 +597,25 @@ fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
 
 /* Leave a copy fast_enter() entered, after moving @n bytes at @own. */
 static inline __attribute__((always_inline)) void
-fast_exit(struct rb_ring *r, rb_pos own, size_t n)
+fast_exit_as(struct rb_ring *r, const int writer, rb_pos own, size_t n)
 {
 	if (n)
 		/* Release: the bytes are written (or read) before the position says so. */
-		atomic_store_explicit(r->rw == RB_WRITE ? r->head : r->tail,
-				      own + n, memory_order_release);
+		atomic_store_explicit(writer ? r->head : r->tail, own + n,
+				      memory_order_release);
 	rb_unlock_kept(r, n != 0);
+}
+
+static inline __attribute__((always_inline)) int
+fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
+{
+	return fast_enter_as(r, r->rw == RB_WRITE, want, own, avail);
+}
+
+static inline __attribute__((always_inline)) void
+fast_exit(struct rb_ring *r, rb_pos own, size_t n)
+{
+	fast_exit_as(r, r->rw == RB_WRITE, own, n);
 }
 
 /*
@@ -1102,9 +1128,10 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 	rb_pos own;
 
 	/* Small, so at most PIPE_BUF: only all of it at once will do. */
-	if (len && len <= RB_INLINE_COPY && fast_enter(r, len, &own, &avail)) {
+	if (len && len <= RB_INLINE_COPY && r->rw == RB_WRITE &&
+	    fast_enter_as(r, 1, len, &own, &avail)) {
 		copy_small(r->data + (own & r->mask), buf, len);
-		fast_exit(r, own, len);
+		fast_exit_as(r, 1, own, len);
 		return len;
 	}
 	return rb_write_general(r, buf, len);
@@ -1115,7 +1142,7 @@ static __attribute__((noinline)) ssize_t
 rb_read_kept(struct rb_ring *r, void *buf, size_t n, rb_pos own)
 {
 	memcpy(buf, r->data + (own & r->mask), n);
-	fast_exit(r, own, n);
+	fast_exit_as(r, 0, own, n);
 	return n;
 }
 
@@ -1124,13 +1151,13 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 	size_t avail, n;
 	rb_pos own;
 
-	if (!len || !fast_enter(r, 1, &own, &avail))
+	if (!len || r->rw != RB_READ || !fast_enter_as(r, 0, 1, &own, &avail))
 		return rb_read_general(r, buf, len);
 	n = len < avail ? len : avail;
 	if (n > RB_INLINE_COPY)
 		return rb_read_kept(r, buf, n, own);
 	copy_small(buf, r->data + (own & r->mask), n);
-	fast_exit(r, own, n);
+	fast_exit_as(r, 0, own, n);
 	return n;
 }
 
