@@ -121,6 +121,12 @@ RB_HIDDEN void rb_unlock(struct rb_ring *r);
 RB_HIDDEN void rb_unlock_unchanged(struct rb_ring *r);
 RB_HIDDEN void rb_publish(struct rb_ring *r, rb_pos own, size_t n);
 /*
+ * With the lock held: data (consumer) or space (producer), our position
+ * in *@own; the peer's position is reloaded unless the cached one shows
+ * @want.  -1 with EIO when the positions are more than the size apart.
+ */
+RB_HIDDEN long rb_avail_locked(struct rb_ring *r, rb_pos *own, size_t want);
+/*
  * Poll, without the lock, until @want bytes of data or space may be
  * there or our side has ended (1), or until it is time to sleep in the
  * kernel instead (0); @awaited is how much the caller waits for in all.

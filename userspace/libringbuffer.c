@@ -768,7 +768,7 @@ static rb_pos rb_peer_for(struct rb_ring *r, rb_pos own, size_t want)
  * with the peer's position reloaded unless the cached one shows @want.
  * -1 with EIO when the positions are more than the size apart.
  */
-static long rb_avail_locked(struct rb_ring *r, rb_pos *own, size_t want)
+long rb_avail_locked(struct rb_ring *r, rb_pos *own, size_t want)
 {
 	uint32_t used;
 

@@ -411,9 +411,9 @@ static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
 			 size_t skip, size_t len, size_t want)
 {
 	struct rb_ring *r = &sr->rb;
-	rb_pos head, tail, own;
-	uint32_t used;
 	size_t avail, n;
+	long space;
+	rb_pos own;
 
 	/* Held for long (or by a dead task): the kernel waits properly. */
 	switch (rb_trylock(r, SPINS)) {
@@ -424,25 +424,13 @@ static ssize_t ring_copy(struct shim_ring *sr, const struct iovec *iov,
 	case RB_LOCK_BUSY:
 		return 0;
 	}
-	if (r->rw == RB_WRITE) {
-		/* Our own position, moved only by lock holders. */
-		head = atomic_load_explicit(r->head, memory_order_relaxed);
-		/* Acquire: the consumer is done with the space below tail. */
-		tail = atomic_load_explicit(r->tail, memory_order_acquire);
-		own = head;
-	} else {
-		tail = atomic_load_explicit(r->tail, memory_order_relaxed);
-		/* Acquire: the data below head is written. */
-		head = atomic_load_explicit(r->head, memory_order_acquire);
-		own = tail;
-	}
-	used = (uint32_t)(head - tail);
-	/* A peer stored nonsense: leave it to the kernel, which says EIO. */
-	avail = used > r->size ? 0 : r->rw == RB_WRITE ? r->size - used : used;
-	if (avail < want || !avail) {
+	space = rb_avail_locked(r, &own, want);
+	/* A peer stored nonsense (space -1): leave it to the kernel, which says EIO. */
+	if (space <= 0 || (size_t)space < want) {
 		rb_unlock_unchanged(r);
 		return 0;
 	}
+	avail = (size_t)space;
 	n = len < avail ? len : avail;
 	copy_iov(r, own, iov, skip, n);
 	rb_publish(r, own, n);
