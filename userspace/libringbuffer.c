@@ -28,7 +28,7 @@
  * Uncontended acquisitions in a row after which the side is kept
  * (RINGBUFFER_KEEP_LOCK), and how many more wait for the next try once
  * the side was taken back or the kernel said no: taking a side back costs
- * the contender a barrier on every CPU, which should stay rare.
+ * the contender an IPI to the keeper's CPU, which should stay rare.
  */
 int rb_keep_after = 64;
 int rb_keep_backoff = 4096;
