@@ -9,9 +9,11 @@
  * single-consumer ring with cached indices and no lock, the limit of what
  * shared memory can do.  The threads are pinned to two CPUs.
  *
- * Prints, per message size, the median throughput of several runs with
- * [min-max], and the ratios ring/spsc and ring/rw.  A benchmark, not a
- * test: nothing is asserted.
+ * Runs every variant in turn, round after round, and prints per message
+ * size the median throughput of the rounds with [min-max], and the
+ * ratios ring/spsc, ring/rw, kept/spsc and kept/rw, each the median of
+ * the rounds' ratios with [min-max].  A benchmark, not a test: nothing is
+ * asserted.
  *
  *   make hostbench && benchmarks/out/hostbench [RUNS]
  */
@@ -240,43 +242,78 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The median of @n values, which it sorts; their range in *@lo, *@hi. */
+static double median(double *x, int n, double *lo, double *hi)
+{
+	qsort(x, n, sizeof(x[0]), cmp);
+	*lo = x[0];
+	*hi = x[n - 1];
+	return x[n / 2];
+}
+
+/* a/b in each round: median [min-max], or blanks if either is missing. */
+static void print_ratio(const double *a, const double *b, int runs)
+{
+	double q[99], lo, hi, med;
+
+	if (!a[0] || !b[0]) {
+		printf(" %22s", "-");
+		return;
+	}
+	for (int k = 0; k < runs; k++)
+		q[k] = a[k] / b[k];
+	med = median(q, runs, &lo, &hi);
+	printf(" %7.2fx [%5.2f-%5.2f]", med, lo, hi);
+}
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 5;
 	/* For profiling one variant at one size: hostbench RUNS VARIANT SIZE. */
 	const char *only = argc > 2 ? argv[2] : NULL;
 	size_t only_size = argc > 3 ? strtoul(argv[3], NULL, 10) : 0;
-	double med[NR_VARIANTS];
 
 	if (runs < 1 || runs > 99)
 		runs = 5;
 	printf("# hostbench: host CPUs, no kernel in the loop; %u MiB per run, "
-	       "median of %d runs [min-max], MiB/s\n", BYTES >> 20, runs);
+	       "%d rounds of every variant in turn;\n"
+	       "# MiB/s: median of the rounds [min-max]; ratios: median of the "
+	       "rounds' ratios [min-max]\n", BYTES >> 20, runs);
 	printf("%-8s", "size");
 	for (int v = 0; v < NR_VARIANTS; v++)
 		printf(" %26s", variant_name[v]);
-	printf(" %11s %11s %11s %11s\n", "ring/spsc", "ring/rw", "kept/spsc", "kept/rw");
+	printf(" %22s %22s %22s %22s\n", "ring/spsc", "ring/rw", "kept/spsc", "kept/rw");
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		double r[NR_VARIANTS][99] = { { 0 } };
+
 		if (only_size && sizes[i] != only_size)
 			continue;
+		/*
+		 * Round after round of every variant: where the host places
+		 * the two CPUs can change between runs and moves every figure
+		 * by up to 5x, so ratios are taken within a round.
+		 */
+		for (int k = 0; k < runs; k++)
+			for (int v = 0; v < NR_VARIANTS; v++)
+				if (!only || !strcmp(only, variant_name[v]))
+					r[v][k] = run(v, sizes[i]);
 		printf("%-8zu", sizes[i]);
 		for (int v = 0; v < NR_VARIANTS; v++) {
-			double r[99];
+			double sorted[99], lo, hi, med;
 
-			if (only && strcmp(only, variant_name[v])) {
-				med[v] = 0;
+			if (!r[v][0]) {
 				printf(" %26s", "-");
 				continue;
 			}
-
-			for (int k = 0; k < runs; k++)
-				r[k] = run(v, sizes[i]);
-			qsort(r, runs, sizeof(r[0]), cmp);
-			med[v] = r[runs / 2];
-			printf(" %10.1f [%6.0f-%6.0f]", med[v], r[0], r[runs - 1]);
+			memcpy(sorted, r[v], runs * sizeof(sorted[0]));
+			med = median(sorted, runs, &lo, &hi);
+			printf(" %10.1f [%6.0f-%6.0f]", med, lo, hi);
 		}
-		printf(" %10.2fx %10.2fx %10.2fx %10.2fx\n", med[RING] / med[SPSC],
-		       med[RING] / med[RW], med[KEPT] / med[SPSC], med[KEPT] / med[RW]);
+		print_ratio(r[RING], r[SPSC], runs);
+		print_ratio(r[RING], r[RW], runs);
+		print_ratio(r[KEPT], r[SPSC], runs);
+		print_ratio(r[KEPT], r[RW], runs);
+		printf("\n");
 		fflush(stdout);
 	}
 	return 0;
