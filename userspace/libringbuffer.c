@@ -43,6 +43,8 @@ int rb_keep_backoff = 4096;
 #define RB_SPIN_BASE_NS		2000
 #define RB_SPIN_PS_PER_BYTE	250
 #define RB_SPIN_MAX_NS		500000
+/* Far longer than 16 polls take, even emulated: we were not running. */
+#define RB_SPIN_PREEMPTED_NS	200000
 
 static int kernel_has_rings;
 
@@ -873,7 +875,12 @@ __attribute__((constructor)) static void count_online_cpus(void)
  *   or, when the budget ran out, it holds its side lock, not kept (it is
  *   copying, in user space or in the kernel);
  * - RB_SPIN_MAX_NS bounds the whole, so that a peer that holds its lock
- *   for ever or stores garbage cannot keep us spinning.
+ *   for ever or stores garbage cannot keep us spinning;
+ * - a spin that was off its CPU ends: two looks at the clock further
+ *   apart than RB_SPIN_PREEMPTED_NS mean another task needed this CPU
+ *   (more runnable tasks than CPUs, as in a three-stage pipeline on two
+ *   CPUs), and spinning on takes the CPU from the peer or whoever would
+ *   move the data along.
  * The clock is read once every 16 polls.
  */
 /*
@@ -893,7 +900,7 @@ static int rb_peer_copying(struct rb_ring *r)
 int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 {
 	_Atomic rb_pos *peer_pos = r->rw == RB_WRITE ? r->tail : r->head;
-	uint64_t budget, start = 0, last = 0;
+	uint64_t budget, start = 0, last = 0, prev = 0;
 	rb_pos seen = 0;
 
 	if (online_cpus < 2)
@@ -915,10 +922,13 @@ int rb_spin_ready(struct rb_ring *r, size_t want, size_t awaited)
 		pos = atomic_load_explicit(peer_pos, memory_order_relaxed);
 		if (!start) {
 			/* Not before: a ready ring costs no look at the peer's line. */
-			start = last = now;
+			start = last = prev = now;
 			seen = pos;
 			continue;
 		}
+		if (now - prev > RB_SPIN_PREEMPTED_NS)
+			return 0;
+		prev = now;
 		/*
 		 * The peer's lock word only when the budget ran out:
 		 * each look takes its cache line from the peer, which then
