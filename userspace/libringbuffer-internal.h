@@ -117,6 +117,14 @@ RB_HIDDEN void rb_let_go(struct rb_ring *r);
 RB_HIDDEN int rb_fast_enter(struct rb_ring *r, size_t want, rb_pos *own,
 			    size_t *avail);
 RB_HIDDEN void rb_fast_exit(struct rb_ring *r, rb_pos own, size_t n);
+/*
+ * The same for one buffer, whole, in one call: the bytes moved from @buf
+ * (at most @len, none unless @want fit) or to it (at most @len), or 0
+ * when the fast path cannot serve it.
+ */
+RB_HIDDEN size_t rb_fast_write(struct rb_ring *r, const void *buf, size_t len,
+			       size_t want);
+RB_HIDDEN size_t rb_fast_read(struct rb_ring *r, void *buf, size_t len);
 RB_HIDDEN void rb_unlock(struct rb_ring *r);
 RB_HIDDEN void rb_unlock_unchanged(struct rb_ring *r);
 RB_HIDDEN void rb_publish(struct rb_ring *r, rb_pos own, size_t n);

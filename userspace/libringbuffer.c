@@ -679,6 +679,39 @@ void rb_fast_exit(struct rb_ring *r, rb_pos own, size_t n)
 	fast_exit(r, own, n);
 }
 
+/* The copy of a kept side that rb_fast_write() and rb_fast_read() make. */
+static inline __attribute__((always_inline)) size_t
+fast_move_as(struct rb_ring *r, const int writer, void *buf, size_t len,
+	     size_t want)
+{
+	size_t avail, n;
+	rb_pos own;
+
+	if (!fast_enter_as(r, writer, want, &own, &avail))
+		return 0;
+	n = len < avail ? len : avail;
+	if (n <= RB_INLINE_COPY)
+		copy_small(writer ? r->data + (own & r->mask) : buf,
+			   writer ? buf : r->data + (own & r->mask), n);
+	else if (writer)
+		memcpy(r->data + (own & r->mask), buf, n);
+	else
+		memcpy(buf, r->data + (own & r->mask), n);
+	fast_exit_as(r, writer, own, n);
+	return n;
+}
+
+size_t rb_fast_write(struct rb_ring *r, const void *buf, size_t len,
+		     size_t want)
+{
+	return r->rw == RB_WRITE ? fast_move_as(r, 1, (void *)buf, len, want) : 0;
+}
+
+size_t rb_fast_read(struct rb_ring *r, void *buf, size_t len)
+{
+	return r->rw == RB_READ ? fast_move_as(r, 0, buf, len, 1) : 0;
+}
+
 /*
  * Instead of releasing the word: after rb_keep_after uncontended
  * acquisitions, ask the kernel to let us keep it.  1 if it did.

@@ -348,7 +348,8 @@ static inline void slot_count(struct slot *s, int delta)
  * Enter the fast path for side @rw of @fd: the ring, counted busy, or
  * NULL.  Leave it with fast_path_exit().
  */
-static struct shim_ring *fast_path_enter(int fd, int rw)
+static inline __attribute__((always_inline)) struct shim_ring *
+fast_path_enter(int fd, int rw)
 {
 	struct slot *s;
 	struct shim_ring *sr;
@@ -368,7 +369,7 @@ static struct shim_ring *fast_path_enter(int fd, int rw)
 	return NULL;
 }
 
-static void fast_path_exit(int fd)
+static inline void fast_path_exit(int fd)
 {
 	slot_count(&slots[fd], -1);
 }
@@ -676,18 +677,52 @@ static ssize_t shim_io(int fd, const struct iovec *iov, int iovcnt, int rw)
 	return write_rest(fd, iov, iovcnt, done);
 }
 
+/*
+ * One buffer (read(), write() and the stdio streams): a side this thread
+ * keeps, with the data or space there, is served by the library's fast
+ * path in one call; everything else by shim_io().  Under emulation and
+ * for small messages, shim_io()'s iovec walk, frame and calls would cost
+ * more than the copy.  A write of more than PIPE_BUF bytes, which may go
+ * in parts, and a call nested in one on the same ring (a signal handler)
+ * go to shim_io() directly.
+ */
+static inline __attribute__((always_inline)) ssize_t
+shim_rw(int fd, void *buf, size_t len, int rw)
+{
+	struct shim_ring *sr, *outer = in_fast_path;
+	struct iovec iov = { buf, len };
+	size_t n;
+
+	if (!len || (rw == RB_WRITE && len > PIPE_BUF))
+		return shim_io(fd, &iov, 1, rw);
+	sr = fast_path_enter(fd, rw);
+	if (!sr)
+		return real_io(fd, &iov, 1, rw);
+	if (outer == sr || (pending_len && pending_ring == sr)) {
+		fast_path_exit(fd);
+		return shim_io(fd, &iov, 1, rw);
+	}
+	in_fast_path = sr;
+	/* As in shim_io(): a handler sees it set before we hold the side. */
+	atomic_signal_fence(memory_order_seq_cst);
+	n = rw == RB_WRITE ? rb_fast_write(&sr->rb, buf, len, len) :
+			     rb_fast_read(&sr->rb, buf, len);
+	atomic_signal_fence(memory_order_seq_cst);
+	in_fast_path = outer;
+	if (n && pending_len && pending_ring == sr && !flushing)
+		flush_deferred(sr);
+	fast_path_exit(fd);
+	return n ? (ssize_t)n : shim_io(fd, &iov, 1, rw);
+}
+
 SHIM_API ssize_t read(int fd, void *buf, size_t len)
 {
-	struct iovec iov = { buf, len };
-
-	return shim_io(fd, &iov, 1, RB_READ);
+	return shim_rw(fd, buf, len, RB_READ);
 }
 
 SHIM_API ssize_t write(int fd, const void *buf, size_t len)
 {
-	struct iovec iov = { (void *)buf, len };
-
-	return shim_io(fd, &iov, 1, RB_WRITE);
+	return shim_rw(fd, (void *)buf, len, RB_WRITE);
 }
 
 SHIM_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
@@ -711,9 +746,7 @@ SHIM_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
  */
 static ssize_t stdio_read(void *cookie, char *buf, size_t len)
 {
-	struct iovec iov = { buf, len };
-
-	return shim_io((int)(intptr_t)cookie, &iov, 1, RB_READ);
+	return shim_rw((int)(intptr_t)cookie, buf, len, RB_READ);
 }
 
 static ssize_t stdio_write(void *cookie, const char *buf, size_t len)
@@ -721,8 +754,8 @@ static ssize_t stdio_write(void *cookie, const char *buf, size_t len)
 	size_t done = 0;
 
 	while (done < len) {
-		struct iovec iov = { (char *)buf + done, len - done };
-		ssize_t n = shim_io((int)(intptr_t)cookie, &iov, 1, RB_WRITE);
+		ssize_t n = shim_rw((int)(intptr_t)cookie, (char *)buf + done,
+				    len - done, RB_WRITE);
 
 		if (n < 0)
 			return done ? (ssize_t)done : -1;

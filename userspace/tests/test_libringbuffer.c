@@ -513,6 +513,63 @@ static void test_kept_side_every_length(void)
 	munmap(f.base, f.len);
 }
 
+/*
+ * rb_fast_write() and rb_fast_read(), the shim's one-call fast path:
+ * nothing on a side that is not kept or is the other one; a write moves
+ * all it wants or nothing, a read what is there up to its buffer; every
+ * length from 1 to 130 bytes arrives byte for byte across the end of the
+ * data area.
+ */
+static void test_fast_move_for_the_shim(void)
+{
+	uint8_t msg[130], buf[130];
+	uint64_t wpos = 0, rpos = 0, bad = 0;
+	struct fake_ring f;
+	size_t n;
+
+	CHECK(!fake_ring_init(&f, 4096), "a ring of one page for the fast moves");
+	if (failed)
+		return;
+	CHECK(!rb_fast_write(&f.prod, "x", 1, 1) && !rb_fast_read(&f.cons, buf, 1),
+	      "fast moves: nothing on sides that are not kept");
+	fake_ring_keep(&f.prod);
+	fake_ring_keep(&f.cons);
+	CHECK(!rb_fast_read(&f.prod, buf, 1) && !rb_fast_write(&f.cons, "x", 1, 1),
+	      "nothing on the other side");
+	CHECK(!rb_fast_read(&f.cons, buf, 1), "nothing to read from an empty ring");
+	for (int round = 0; round < 8; round++) {
+		for (size_t len = 1; len <= sizeof(msg); len++) {
+			for (size_t i = 0; i < len; i++)
+				msg[i] = seq_byte(wpos + i);
+			if (rb_fast_write(&f.prod, msg, len, len) != len) {
+				bad++;
+				break;
+			}
+			wpos += len;
+			while (rpos < wpos) {
+				n = rb_fast_read(&f.cons, buf, len);
+				if (!n || n > len) {
+					bad++;
+					break;
+				}
+				for (size_t i = 0; i < n; i++)
+					bad += buf[i] != seq_byte(rpos + i);
+				rpos += n;
+			}
+		}
+	}
+	CHECK(!bad && rpos == wpos, "every length from 1 to 130 bytes, byte for byte");
+	while (rb_fast_write(&f.prod, msg, 100, 100) == 100)
+		wpos += 100;
+	CHECK(rb_fast_write(&f.prod, msg, 100, 100) == 0 &&
+	      rb_fast_write(&f.prod, msg, 100, 1) == 4096 - (wpos - rpos),
+	      "a write that does not fit moves nothing; one that wants 1 byte fills the ring");
+	n = rb_fast_read(&f.cons, buf, sizeof(buf));
+	CHECK(n == sizeof(buf) && !atomic_load(f.prod.busy) && !atomic_load(f.cons.busy),
+	      "a read takes what its buffer holds; neither side left busy");
+	munmap(f.base, f.len);
+}
+
 /* Writes by one thread, reads by another, many times: long enough to keep. */
 static void *keep_writing(void *arg)
 {
@@ -1173,6 +1230,7 @@ int main(void)
 	test_spin_is_bounded();
 	test_kept_side();
 	test_kept_side_every_length();
+	test_fast_move_for_the_shim();
 	test_pipe_keeps_the_side();
 	test_take_back_stress();
 	test_take_back_needs_the_barrier();
