@@ -546,13 +546,30 @@ static void fault_setup(struct __test_metadata *_metadata, void (*fn)(int), int 
 	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, NULL));
 }
 
-TEST(signal_handler_writes_inside_ring_write)
+/*
+ * Small records written and read back, many more than the library needs
+ * before it keeps a side: both ends then go through the fast path of a
+ * kept side, which read() and write() of one buffer try first.
+ */
+static void keep_both_sides(struct __test_metadata *_metadata, int p[2])
+{
+	char buf[16];
+
+	for (int i = 0; i < 256; i++) {
+		ASSERT_EQ(16, write(p[1], "0123456789abcdef", 16));
+		ASSERT_EQ(16, read(p[0], buf, 16));
+	}
+}
+
+static void handler_writes_inside_write(struct __test_metadata *_metadata, bool kept)
 {
 	char got[PIPE_BUF + 15];
 	int p[2];
 
 	ASSERT_EQ(0, pipe(p));
 	ASSERT_EQ(0, write(p[1], "", 0));
+	if (kept)
+		keep_both_sides(_metadata, p);
 	fault_setup(_metadata, write_in_handler, p[1]);
 	memset(fault_buf, 'M', PIPE_BUF);
 	ASSERT_EQ(0, mprotect(fault_buf, fault_len, PROT_NONE));
@@ -569,11 +586,23 @@ TEST(signal_handler_writes_inside_ring_write)
 	close(p[0]);
 }
 
-TEST(signal_handler_reads_inside_ring_read)
+TEST(signal_handler_writes_inside_ring_write)
+{
+	handler_writes_inside_write(_metadata, false);
+}
+
+TEST(signal_handler_writes_inside_kept_ring_write)
+{
+	handler_writes_inside_write(_metadata, true);
+}
+
+static void handler_reads_inside_read(struct __test_metadata *_metadata, bool kept)
 {
 	int p[2];
 
 	ASSERT_EQ(0, pipe(p));
+	if (kept)
+		keep_both_sides(_metadata, p);
 	ASSERT_EQ(5, write(p[1], "hello", 5));
 	fault_setup(_metadata, read_in_handler, p[0]);
 	ASSERT_EQ(0, mprotect(fault_buf, fault_len, PROT_NONE));
@@ -586,6 +615,16 @@ TEST(signal_handler_reads_inside_ring_read)
 	signal(SIGSEGV, SIG_DFL);
 	close(p[0]);
 	close(p[1]);
+}
+
+TEST(signal_handler_reads_inside_ring_read)
+{
+	handler_reads_inside_read(_metadata, false);
+}
+
+TEST(signal_handler_reads_inside_kept_ring_read)
+{
+	handler_reads_inside_read(_metadata, true);
 }
 
 /* A writer on the ring and one on the kernel path, on one pipe. */
