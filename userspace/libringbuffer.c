@@ -650,38 +650,12 @@ copy_small(uint8_t *dst, const uint8_t *src, size_t n)
 	}
 }
 
-/* One copy of up to @len bytes by the fast path: bytes moved, 0 if it cannot. */
+/*
+ * One copy of up to @len bytes by the fast path on side @writer: bytes
+ * moved, 0 if it cannot.
+ */
 static inline __attribute__((always_inline)) size_t
-fast_copy(struct rb_ring *r, void *buf, size_t len, size_t want)
-{
-	rb_pos own;
-	size_t n;
-
-	if (!fast_enter(r, want, &own, &n))
-		return 0;
-	n = len < n ? len : n;
-	if (r->rw == RB_WRITE)
-		memcpy(r->data + (own & r->mask), buf, n);
-	else
-		memcpy(buf, r->data + (own & r->mask), n);
-	fast_exit(r, own, n);
-	return n;
-}
-
-/* For the shim, which copies from and to iovecs. */
-int rb_fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
-{
-	return fast_enter(r, want, own, avail);
-}
-
-void rb_fast_exit(struct rb_ring *r, rb_pos own, size_t n)
-{
-	fast_exit(r, own, n);
-}
-
-/* The copy of a kept side that rb_fast_write() and rb_fast_read() make. */
-static inline __attribute__((always_inline)) size_t
-fast_move_as(struct rb_ring *r, const int writer, void *buf, size_t len,
+fast_copy_as(struct rb_ring *r, const int writer, void *buf, size_t len,
 	     size_t want)
 {
 	size_t avail, n;
@@ -701,15 +675,33 @@ fast_move_as(struct rb_ring *r, const int writer, void *buf, size_t len,
 	return n;
 }
 
+static inline __attribute__((always_inline)) size_t
+fast_copy(struct rb_ring *r, void *buf, size_t len, size_t want)
+{
+	return fast_copy_as(r, r->rw == RB_WRITE, buf, len, want);
+}
+
+/* For the shim, which copies from and to iovecs. */
+int rb_fast_enter(struct rb_ring *r, size_t want, rb_pos *own, size_t *avail)
+{
+	return fast_enter(r, want, own, avail);
+}
+
+void rb_fast_exit(struct rb_ring *r, rb_pos own, size_t n)
+{
+	fast_exit(r, own, n);
+}
+
+/* One buffer in one call on a kept side, for the shim's read() and write(). */
 size_t rb_fast_write(struct rb_ring *r, const void *buf, size_t len,
 		     size_t want)
 {
-	return r->rw == RB_WRITE ? fast_move_as(r, 1, (void *)buf, len, want) : 0;
+	return r->rw == RB_WRITE ? fast_copy_as(r, 1, (void *)buf, len, want) : 0;
 }
 
 size_t rb_fast_read(struct rb_ring *r, void *buf, size_t len)
 {
-	return r->rw == RB_READ ? fast_move_as(r, 0, buf, len, 1) : 0;
+	return r->rw == RB_READ ? fast_copy_as(r, 0, buf, len, 1) : 0;
 }
 
 /*

@@ -519,6 +519,29 @@ static int defer_write(struct shim_ring *sr, const struct iovec *iov,
 	return 0;
 }
 
+/*
+ * Mark the thread inside a copy on @sr until copy_end(): a signal handler
+ * that calls on @sr meanwhile defers its write or fails, rather than wait
+ * for the side the interrupted code may hold.  The handler must see the
+ * mark before we can hold the side, and until we no longer do.
+ */
+static inline __attribute__((always_inline)) void copy_begin(struct shim_ring *sr)
+{
+	in_fast_path = sr;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline __attribute__((always_inline)) void copy_end(struct shim_ring *outer)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	in_fast_path = outer;
+}
+
+static inline __attribute__((always_inline)) int has_deferred(struct shim_ring *sr)
+{
+	return pending_len && pending_ring == sr;
+}
+
 /* Send what handlers deferred; called with the slot busy, lock not held. */
 static void flush_deferred(struct shim_ring *sr)
 {
@@ -535,11 +558,9 @@ static void flush_deferred(struct shim_ring *sr)
 		if (rb_side_ended(&sr->rb))
 			break;	/* no reader: nobody can receive them any more */
 		/* Handlers interrupting the copy see us inside and append. */
-		in_fast_path = sr;
-		atomic_signal_fence(memory_order_seq_cst);
+		copy_begin(sr);
 		n = ring_copy(sr, &iov, 0, total, want);
-		atomic_signal_fence(memory_order_seq_cst);
-		in_fast_path = outer;
+		copy_end(outer);
 		if (n > 0) {
 			memmove(pending, pending + n, pending_len - n);
 			pending_len -= n;
@@ -554,6 +575,13 @@ static void flush_deferred(struct shim_ring *sr)
 	pending_ring = NULL;
 	atomic_signal_fence(memory_order_seq_cst);
 	flushing = 0;
+}
+
+/* Before a call on @sr returns: send what handlers deferred during it. */
+static inline __attribute__((always_inline)) void flush_if_deferred(struct shim_ring *sr)
+{
+	if (has_deferred(sr) && !flushing)
+		flush_deferred(sr);
 }
 
 /* --- read and write ------------------------------------------------- */
@@ -654,20 +682,16 @@ static ssize_t shim_io(int fd, const struct iovec *iov, int iovcnt, int rw)
 		fast_path_exit(fd);
 		return done;
 	}
-	in_fast_path = sr;
-	/* A handler must see it set before we can hold the lock. */
-	atomic_signal_fence(memory_order_seq_cst);
+	copy_begin(sr);
 	done = ring_transfer(sr, iov, total);
-	atomic_signal_fence(memory_order_seq_cst);
-	in_fast_path = outer;
+	copy_end(outer);
 	if (done < 0) {
 		/* Another fd number of the ring the interrupted code is in. */
 		done = nested_io(outer, iov, iovcnt, total, rw);
 		fast_path_exit(fd);
 		return done;
 	}
-	if (pending_len && pending_ring == sr && !flushing)
-		flush_deferred(sr);
+	flush_if_deferred(sr);
 	fast_path_exit(fd);
 	if ((size_t)done == total || (done && rw == RB_READ))
 		return done;
@@ -698,19 +722,16 @@ shim_rw(int fd, void *buf, size_t len, int rw)
 	sr = fast_path_enter(fd, rw);
 	if (!sr)
 		return real_io(fd, &iov, 1, rw);
-	if (outer == sr || (pending_len && pending_ring == sr)) {
+	if (outer == sr || has_deferred(sr)) {
 		fast_path_exit(fd);
 		return shim_io(fd, &iov, 1, rw);
 	}
-	in_fast_path = sr;
-	/* As in shim_io(): a handler sees it set before we hold the side. */
-	atomic_signal_fence(memory_order_seq_cst);
+	copy_begin(sr);
 	n = rw == RB_WRITE ? rb_fast_write(&sr->rb, buf, len, len) :
 			     rb_fast_read(&sr->rb, buf, len);
-	atomic_signal_fence(memory_order_seq_cst);
-	in_fast_path = outer;
-	if (n && pending_len && pending_ring == sr && !flushing)
-		flush_deferred(sr);
+	copy_end(outer);
+	if (n)
+		flush_if_deferred(sr);
 	fast_path_exit(fd);
 	return n ? (ssize_t)n : shim_io(fd, &iov, 1, rw);
 }
