@@ -50,7 +50,7 @@ echo "demo: kernel $(uname -r), $(nproc) CPUs (QEMU TCG: absolute figures are"
 echo "demo: those of an emulated machine; the ratios are what matters)"
 echo "demo: fs.pipe-ring-force=$(cat /proc/sys/fs/pipe-ring-force) (pipes go on the ring only when asked)"
 
-n=600000
+n=1200000
 compare "$n records of 16 bytes, one write(2) and one read(2) each" \
 	$((n * 16)) \
 	"$records write $n 16 | $records read 16" \
