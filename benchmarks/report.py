@@ -378,7 +378,7 @@ def main():
         w("- Unpatched kernel: **not run** (no base image), so no regression ratio below.")
     w(f"- Host CPU: {host.get('host_cpu', '?')}, {host.get('host_cpus', '?')} CPUs,"
       f" host kernel {host.get('host_kernel', '?')}; {host.get('qemu', 'QEMU')};"
-      f" guest: 2 vCPUs (`-cpu {host.get('guest_cpu_model', 'max,la57=off')}`,"
+      f" guest: 2 vCPUs (`-cpu {host.get('guest_cpu_model', '?')}`,"
       f" \"{main_p.info.get('guest_cpu', '?')}\", ERMS {main_p.info.get('guest_erms', '?')}),"
       " 2 GiB, multi-threaded TCG for the timings.")
     if main_p.info.get('guest_erms') == 'no':
