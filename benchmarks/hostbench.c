@@ -16,6 +16,9 @@
  * asserted.
  *
  *   make hostbench && benchmarks/out/hostbench [RUNS]
+ *
+ * With --count (see count()), it times nothing and only moves messages in
+ * one thread, for an instruction count.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,6 +50,66 @@ struct spsc {
 	_Alignas(128) uint8_t data[RING_SIZE];
 };
 
+/* One side's position and its cached copy of the other's. */
+struct spsc_side {
+	uint32_t pos;
+	uint32_t peer;
+};
+
+/* @n bytes between @buf and the ring at @pos, which may wrap. */
+static inline void spsc_copy(struct spsc *s, uint32_t pos, uint8_t *buf,
+			     size_t n, const int into_ring)
+{
+	for (size_t c = 0; c < n;) {
+		uint32_t at = (pos + c) & (RING_SIZE - 1);
+		size_t run = RING_SIZE - at < n - c ? RING_SIZE - at : n - c;
+
+		if (into_ring)
+			memcpy(s->data + at, buf + c, run);
+		else
+			memcpy(buf + c, s->data + at, run);
+		c += run;
+	}
+}
+
+/* Up to @n bytes from @src into the ring: bytes moved, 0 if it was full. */
+static inline size_t spsc_write(struct spsc *s, struct spsc_side *me,
+				const uint8_t *src, size_t n)
+{
+	uint32_t space = RING_SIZE - (me->pos - me->peer);
+
+	if (space < n && space < RING_SIZE / 4) {
+		/* Acquire: the consumer is done with it. */
+		me->peer = atomic_load_explicit(&s->tail, memory_order_acquire);
+		return 0;
+	}
+	n = n < space ? n : space;
+	spsc_copy(s, me->pos, (uint8_t *)src, n, 1);
+	me->pos += n;
+	/* Release: the data before the index. */
+	atomic_store_explicit(&s->head, me->pos, memory_order_release);
+	return n;
+}
+
+/* Up to @n bytes from the ring into @dst: bytes moved, 0 if it was empty. */
+static inline size_t spsc_read(struct spsc *s, struct spsc_side *me,
+			       uint8_t *dst, size_t n)
+{
+	uint32_t used = me->peer - me->pos;
+
+	if (!used) {
+		/* Acquire: the data below head is written. */
+		me->peer = atomic_load_explicit(&s->head, memory_order_acquire);
+		return 0;
+	}
+	n = used < n ? used : n;
+	spsc_copy(s, me->pos, dst, n, 0);
+	me->pos += n;
+	/* Release: done reading before the space goes back. */
+	atomic_store_explicit(&s->tail, me->pos, memory_order_release);
+	return n;
+}
+
 enum variant { RW, RING, KEPT, SPSC, NR_VARIANTS };
 static const char *const variant_name[] = { "rw", "ring", "kept", "spsc" };
 
@@ -72,7 +135,7 @@ static void *produce(void *arg)
 {
 	struct job *j = arg;
 	static _Thread_local uint8_t msg[65536];
-	uint32_t head = 0, tail_cache = 0;
+	struct spsc_side me = { 0, 0 };
 
 	pin(j->cpu);
 	if (j->v == KEPT)
@@ -101,29 +164,8 @@ static void *produce(void *arg)
 			}
 			break;
 		case SPSC:
-			for (size_t w = 0; w < j->msg;) {
-				size_t n = j->msg - w;
-				uint32_t space = RING_SIZE - (head - tail_cache);
-
-				if (space < n && space < RING_SIZE / 4) {
-					/* Acquire: the consumer is done with it. */
-					tail_cache = atomic_load_explicit(&j->s->tail,
-									  memory_order_acquire);
-					continue;
-				}
-				n = n < space ? n : space;
-				for (size_t c = 0; c < n;) {
-					uint32_t at = (head + c) & (RING_SIZE - 1);
-					size_t run = RING_SIZE - at < n - c ? RING_SIZE - at : n - c;
-
-					memcpy(j->s->data + at, msg + w + c, run);
-					c += run;
-				}
-				head += n;
-				/* Release: the data before the index. */
-				atomic_store_explicit(&j->s->head, head, memory_order_release);
-				w += n;
-			}
+			for (size_t w = 0; w < j->msg;)
+				w += spsc_write(j->s, &me, msg + w, j->msg - w);
 			break;
 		default:
 			break;
@@ -136,7 +178,7 @@ static void *consume(void *arg)
 {
 	struct job *j = arg;
 	static _Thread_local uint8_t buf[65536];
-	uint32_t tail = 0, head_cache = 0;
+	struct spsc_side me = { 0, 0 };
 	size_t got = 0;
 
 	pin(j->cpu + 1);
@@ -157,29 +199,9 @@ static void *consume(void *arg)
 			if (n < 0 && errno != EBADF)
 				return (void *)1;
 			break;
-		case SPSC: {
-			uint32_t used = head_cache - tail;
-
-			if (!used) {
-				/* Acquire: the data below head is written. */
-				head_cache = atomic_load_explicit(&j->s->head,
-								  memory_order_acquire);
-				continue;
-			}
-			n = used < j->msg ? used : j->msg;
-			for (ssize_t c = 0; c < n;) {
-				uint32_t at = (tail + c) & (RING_SIZE - 1);
-				size_t run = RING_SIZE - at < (size_t)(n - c) ?
-					     RING_SIZE - at : (size_t)(n - c);
-
-				memcpy(buf + c, j->s->data + at, run);
-				c += run;
-			}
-			tail += n;
-			/* Release: done reading before the space goes back. */
-			atomic_store_explicit(&j->s->tail, tail, memory_order_release);
+		case SPSC:
+			n = spsc_read(j->s, &me, buf, j->msg);
 			break;
-		}
 		default:
 			break;
 		}
@@ -235,6 +257,71 @@ static double run(enum variant v, size_t msg)
 	return rp || rc ? -1 : BYTES / t / (1 << 20);
 }
 
+/*
+ * hostbench --count kept|spsc SIZE: one thread writes COUNT_MESSAGES
+ * messages of SIZE bytes and reads each back, on kept sides or through the
+ * SPSC ring, in count_kept() or count_spsc().  For benchmarks/run, which
+ * runs it under valgrind's callgrind collecting only inside count_*():
+ * instructions per message, which, unlike the time, do not depend on where
+ * the host runs the threads.
+ */
+#define COUNT_MESSAGES	100000
+
+static __attribute__((noinline)) int count_kept(struct fake_ring *m, size_t msg)
+{
+	static uint8_t in[4096], out[4096];
+
+	for (int i = 0; i < COUNT_MESSAGES; i++)
+		if (rb_write(&m->prod, in, msg) != (ssize_t)msg ||
+		    rb_read(&m->cons, out, msg) != (ssize_t)msg)
+			return -1;
+	return 0;
+}
+
+static __attribute__((noinline)) int count_spsc(struct spsc *s, size_t msg)
+{
+	static uint8_t in[4096], out[4096];
+	struct spsc_side w = { 0, 0 }, r = { 0, 0 };
+
+	/* As the threads do: a full or empty ring reloads the peer's index. */
+	for (int i = 0; i < COUNT_MESSAGES; i++) {
+		while (!spsc_write(s, &w, in, msg))
+			;
+		while (!spsc_read(s, &r, out, msg))
+			;
+	}
+	return 0;
+}
+
+static int count(const char *variant, size_t msg)
+{
+	struct fake_ring m;
+	struct spsc *s;
+	int ret;
+
+	if (!msg || msg > 4096)
+		return 2;
+	if (!strcmp(variant, "kept")) {
+		if (fake_ring_init(&m, RING_SIZE))
+			return 1;
+		fake_ring_keep(&m.prod);
+		fake_ring_keep(&m.cons);
+		ret = count_kept(&m, msg);
+		munmap(m.base, m.len);
+	} else if (!strcmp(variant, "spsc")) {
+		s = aligned_alloc(128, sizeof(*s));
+		if (!s)
+			return 1;
+		memset(s, 0, sizeof(*s));
+		ret = count_spsc(s, msg);
+		free(s);
+	} else {
+		return 2;
+	}
+	printf("%d messages of %zu bytes\n", COUNT_MESSAGES, msg);
+	return ret ? 1 : 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -272,6 +359,9 @@ int main(int argc, char **argv)
 	/* For profiling one variant at one size: hostbench RUNS VARIANT SIZE. */
 	const char *only = argc > 2 ? argv[2] : NULL;
 	size_t only_size = argc > 3 ? strtoul(argv[3], NULL, 10) : 0;
+
+	if (argc == 4 && !strcmp(argv[1], "--count"))
+		return count(argv[2], only_size);
 
 	if (runs < 1 || runs > 99)
 		runs = 5;

@@ -868,6 +868,19 @@ def main():
                     " SPSC ring at 16 B: 300 to 3,000 MiB/s), so hostbench runs the variants"
                     " in turn, round after round, and takes each ratio within a round: the"
                     " figure is the median of the rounds' ratios, [min–max] their range.")
+        instr = {}
+        for line in hb_lines:
+            m = re.match(r"# instructions per message of (\d+) bytes.*: kept (\d+) spsc (\d+)$", line)
+            if m:
+                instr[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+        if instr:
+            why_host += (" Counted by valgrind in one thread (hostbench --count), a message"
+                         " written and read back costs "
+                         + ", ".join(f"{k} against {sp} instructions at {size_name(z)}"
+                                     for z, (k, sp) in sorted(instr.items()))
+                         + " (`kept` against `spsc`): in the rounds where the two CPUs"
+                         " pass cache lines at almost no cost (the highest figures), the"
+                         " work per message sets the pace, and `kept` does more of it.")
 
         def host_ratio(r, a, b):
             q = r.get(f"{a}/{b}")
