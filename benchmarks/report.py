@@ -342,8 +342,15 @@ def main():
     quick = host.get("quick") == "1"
     w("# Benchmark results")
     w("")
+    # A run of some phases (BENCH_PHASES) keeps the others' output.
+    phase_commits = {k[len("commit_"):]: v for k, v in host.items() if k.startswith("commit_")}
+    at = f"at commit {host.get('commit', '?')}"
+    if len(set(phase_commits.values())) > 1:
+        at += " (the phases ran at " + "; ".join(
+            f"{c}: {', '.join(p for p, pc in phase_commits.items() if pc == c)}"
+            for c in dict.fromkeys(phase_commits.values())) + ")"
     w(f"Written by `make bench` (`benchmarks/run`) on {host.get('date', '?')}"
-      f" at commit {host.get('commit', '?')}; rerun it rather than editing this file."
+      f" {at}; rerun it rather than editing this file."
       " How the benchmark works: [README.md](README.md).")
     w("")
     if quick:
