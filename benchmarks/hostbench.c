@@ -56,6 +56,16 @@ struct spsc_side {
 	uint32_t peer;
 };
 
+/* An empty SPSC ring, its indices on their own cache lines; NULL if none. */
+static struct spsc *spsc_new(void)
+{
+	struct spsc *s = aligned_alloc(128, sizeof(*s));
+
+	if (s)
+		memset(s, 0, sizeof(*s));
+	return s;
+}
+
 /* @n bytes between @buf and the ring at @pos, which may wrap. */
 static inline void spsc_copy(struct spsc *s, uint32_t pos, uint8_t *buf,
 			     size_t n, const int into_ring)
@@ -236,10 +246,9 @@ static double run(enum variant v, size_t msg)
 		j.m = &m;
 	}
 	if (v == SPSC) {
-		j.s = aligned_alloc(128, sizeof(*j.s));
+		j.s = spsc_new();
 		if (!j.s)
 			return -1;
-		memset(j.s, 0, sizeof(*j.s));
 	}
 	t0 = now();
 	pthread_create(&c, NULL, consume, &j);
@@ -309,10 +318,9 @@ static int count(const char *variant, size_t msg)
 		ret = count_kept(&m, msg);
 		munmap(m.base, m.len);
 	} else if (!strcmp(variant, "spsc")) {
-		s = aligned_alloc(128, sizeof(*s));
+		s = spsc_new();
 		if (!s)
 			return 1;
-		memset(s, 0, sizeof(*s));
 		ret = count_spsc(s, msg);
 		free(s);
 	} else {
