@@ -68,6 +68,7 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	 * multiple of 2^32 bytes would.
 	 * Kept copies do not update @own_left, to keep their path short;
 	 * the first acquisition after a keeping ends then reloads once.
+	 * Nor do they test @peer_stale: keeping starts with a fresh copy.
 	 */
 	rb_pos peer_pos;
 	int peer_stale;

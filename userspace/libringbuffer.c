@@ -491,20 +491,44 @@ rb_unlock_kept_wake(struct rb_ring *r, int changed)
 }
 
 /*
- * Leave a copy of a kept side.  Release: what we copied and our position
- * are visible to whoever takes the side back.  Then, with only a compiler
- * barrier (see rb_lock_kept()), look whether anybody waits for the side
- * and, after a change, for what we did.
+ * Leave a copy of a kept side (rb_unlock_kept()).  Release: what we copied
+ * and our position are visible to whoever takes the side back.  Then, with
+ * only a compiler barrier (see rb_lock_kept()), look whether anybody waits
+ * for the side and, after a change, for what we did (rb_kept_waiters()).
  */
 static inline __attribute__((always_inline)) void
-rb_unlock_kept(struct rb_ring *r, int changed)
+rb_release_kept(struct rb_ring *r)
 {
 	atomic_store_explicit(r->busy, 0, memory_order_release);
 	atomic_signal_fence(memory_order_seq_cst);
-	if (__builtin_expect(atomic_load_explicit(r->lock_waiters, memory_order_relaxed) ||
-			     (changed && atomic_load_explicit(r->peer_waiters,
-							      memory_order_relaxed)), 0))
+}
+
+/* After rb_release_kept(): whether rb_unlock_kept_wake() has work. */
+static inline __attribute__((always_inline)) int
+rb_kept_waiters(struct rb_ring *r, int changed)
+{
+	return __builtin_expect(atomic_load_explicit(r->lock_waiters, memory_order_relaxed) ||
+				(changed && atomic_load_explicit(r->peer_waiters,
+								 memory_order_relaxed)), 0);
+}
+
+static inline __attribute__((always_inline)) void
+rb_unlock_kept(struct rb_ring *r, int changed)
+{
+	rb_release_kept(r);
+	if (rb_kept_waiters(r, changed))
 		rb_unlock_kept_wake(r, changed);
+}
+
+/*
+ * rb_unlock_kept_wake() after a change, returning @ret: the entry points
+ * tail-call it, so that their fast path needs no stack frame.
+ */
+static __attribute__((noinline, cold)) ssize_t
+rb_kept_wake_return(struct rb_ring *r, ssize_t ret)
+{
+	rb_unlock_kept_wake(r, 1);
+	return ret;
 }
 
 /*
@@ -547,18 +571,27 @@ static inline rb_pos rb_load_peer(struct rb_ring *r)
  * a release store to the busy word and the two waiter-count loads of
  * rb_unlock_kept().  No read-modify-write, no fence.
  *
- * fast_enter() enters the copy when at least @want bytes of data
- * (consumer) or space (producer) are there: 1, with our position in *@own
- * and the bytes there in *@avail.  0 leaves everything to the general
- * path: not kept by this thread, taken back, nested in a copy, short of
- * @want, positions out of line, or (producer) no reader left.
+ * fast_try() enters the copy when at least @want bytes of data (consumer)
+ * or space (producer) are there: FAST_IN, with our position in *@own and
+ * the bytes there in *@avail.  Otherwise the general path must do it:
+ * FAST_NOT_KEPT (not kept by this thread, nested in a copy, or, producer,
+ * no reader left), FAST_TAKEN_BACK (the kernel took the side back) or
+ * FAST_SHORT (short of @want, or positions out of line).  It makes no
+ * call, so that rb_write() and rb_read() need no stack frame: what the
+ * last two call for, the general path finds again in fast_enter().
  *
- * fast_enter_as() and fast_exit_as() are told which side @r is (@writer),
- * so that rb_write() and rb_read(), which know it, test it once.
+ * The cached peer position needs no peer_stale test here: rb_try_keep()
+ * reloads it before keeping starts, and only we move our side until
+ * keeping ends.
+ *
+ * The _as() variants are told which side @r is (@writer), so that
+ * rb_write() and rb_read(), which know it, test it once.
  */
+enum { FAST_SHORT = -2, FAST_TAKEN_BACK = -1, FAST_NOT_KEPT = 0, FAST_IN = 1 };
+
 static inline __attribute__((always_inline)) int
-fast_enter_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
-	      size_t *avail)
+fast_try_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
+	    size_t *avail)
 {
 	/* Relaxed: kept_by changes only in the thread it names. */
 	uint32_t tid = atomic_load_explicit(&r->kept_by, memory_order_relaxed);
@@ -566,11 +599,11 @@ fast_enter_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 
 	if (!tid || tid != cached_tid ||
 	    atomic_load_explicit(r->busy, memory_order_relaxed))
-		return 0;
+		return FAST_NOT_KEPT;
 	/* No reader: the general path lets the kernel say EPIPE. */
 	if (writer && (atomic_load_explicit(r->flags, memory_order_relaxed) &
 		       RINGBUFFER_BROKEN))
-		return 0;
+		return FAST_NOT_KEPT;
 	if (!want)
 		want = 1;
 	atomic_store_explicit(r->busy, 1, memory_order_relaxed);
@@ -579,22 +612,48 @@ fast_enter_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 	if (atomic_load_explicit(r->keeper, memory_order_acquire) != tid) {
 		/* Taken back: the word stays ours until we say so. */
 		atomic_store_explicit(r->busy, 0, memory_order_release);
-		rb_stop_keeping(r);
-		return 0;
+		return FAST_TAKEN_BACK;
 	}
 	/* Relaxed: only the keeper moves our position while the side is kept. */
 	*own = atomic_load_explicit(writer ? r->head : r->tail, memory_order_relaxed);
 	used = rb_used_as(writer, *own, r->peer_pos);
 	*avail = writer ? r->size - used : used;
-	if (used > r->size || *avail < want || r->peer_stale) {
+	if (used > r->size || *avail < want) {
 		used = rb_used_as(writer, *own, rb_load_peer_as(r, writer));
 		*avail = writer ? r->size - used : used;
 		if (used > r->size || *avail < want) {
-			rb_unlock_kept(r, 0);
-			return 0;
+			rb_release_kept(r);
+			return FAST_SHORT;
 		}
 	}
-	return 1;
+	return FAST_IN;
+}
+
+/* fast_try_as(), then what the general path does when it fails: 1 if in. */
+static inline __attribute__((always_inline)) int
+fast_enter_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
+	      size_t *avail)
+{
+	int in = fast_try_as(r, writer, want, own, avail);
+
+	if (in == FAST_TAKEN_BACK)
+		rb_stop_keeping(r);
+	else if (in == FAST_SHORT && rb_kept_waiters(r, 0))
+		rb_unlock_kept_wake(r, 0);
+	return in == FAST_IN;
+}
+
+/*
+ * Publish the @n bytes (n > 0) moved at @own in a copy fast_try() entered
+ * and clear the busy word; the caller then looks for waiters.
+ */
+static inline __attribute__((always_inline)) void
+fast_publish_as(struct rb_ring *r, const int writer, rb_pos own, size_t n)
+{
+	/* Release: the bytes are written (or read) before the position says so. */
+	atomic_store_explicit(writer ? r->head : r->tail, own + n,
+			      memory_order_release);
+	rb_release_kept(r);
 }
 
 /* Leave a copy fast_enter() entered, after moving @n bytes at @own. */
@@ -718,6 +777,9 @@ static int rb_try_keep(struct rb_ring *r)
 		r->uncontended = errno == EBUSY ? -rb_keep_backoff : INT_MIN;
 		return 0;
 	}
+	/* The kept path does not test peer_stale (fast_try_as()). */
+	if (r->peer_stale)
+		rb_load_peer(r);
 	atomic_store_explicit(&r->kept_by, my_tid(), memory_order_relaxed);
 	return 1;
 }
@@ -1004,7 +1066,7 @@ static ssize_t rb_copy_once(struct rb_ring *r, void *buf, size_t len,
 	return n;
 }
 
-/* rb_write() for all but a small message on a side this thread keeps. */
+/* rb_write() unless a side this thread keeps takes it whole at once. */
 static __attribute__((noinline)) ssize_t
 rb_write_general(struct rb_ring *r, const void *buf, size_t len)
 {
@@ -1152,21 +1214,34 @@ rb_read_general(struct rb_ring *r, void *buf, size_t len)
 	return read(r->fd, buf, len);
 }
 
+/* A write on a kept side of more than RB_INLINE_COPY bytes, all of which fit. */
+static __attribute__((noinline)) ssize_t
+rb_write_kept(struct rb_ring *r, const void *buf, size_t len, rb_pos own)
+{
+	memcpy(r->data + (own & r->mask), buf, len);
+	fast_exit_as(r, 1, own, len);
+	return len;
+}
+
 /*
  * The entry points keep the fast path of a kept side in a function that
- * makes no call and saves at most a register or two; everything else is
- * out of line.
+ * makes no call but tail calls, so that it needs no stack frame: a small
+ * message is copied in line, everything else is out of line.
  */
 ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 {
 	size_t avail;
 	rb_pos own;
 
-	/* Small, so at most PIPE_BUF: only all of it at once will do. */
-	if (len && len <= RB_INLINE_COPY && r->rw == RB_WRITE &&
-	    fast_enter_as(r, 1, len, &own, &avail)) {
+	/* Up to PIPE_BUF bytes go in whole: only all of it at once will do. */
+	if (len && len <= PIPE_BUF && r->rw == RB_WRITE &&
+	    fast_try_as(r, 1, len, &own, &avail) == FAST_IN) {
+		if (len > RB_INLINE_COPY)
+			return rb_write_kept(r, buf, len, own);
 		copy_small(r->data + (own & r->mask), buf, len);
-		fast_exit_as(r, 1, own, len);
+		fast_publish_as(r, 1, own, len);
+		if (rb_kept_waiters(r, 1))
+			return rb_kept_wake_return(r, len);
 		return len;
 	}
 	return rb_write_general(r, buf, len);
@@ -1186,13 +1261,16 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 	size_t avail, n;
 	rb_pos own;
 
-	if (!len || r->rw != RB_READ || !fast_enter_as(r, 0, 1, &own, &avail))
+	if (!len || r->rw != RB_READ ||
+	    fast_try_as(r, 0, 1, &own, &avail) != FAST_IN)
 		return rb_read_general(r, buf, len);
 	n = len < avail ? len : avail;
 	if (n > RB_INLINE_COPY)
 		return rb_read_kept(r, buf, n, own);
 	copy_small(buf, r->data + (own & r->mask), n);
-	fast_exit_as(r, 0, own, n);
+	fast_publish_as(r, 0, own, n);
+	if (rb_kept_waiters(r, 1))
+		return rb_kept_wake_return(r, n);
 	return n;
 }
 
