@@ -577,8 +577,11 @@ static inline rb_pos rb_load_peer(struct rb_ring *r)
  * FAST_NOT_KEPT (not kept by this thread, nested in a copy, or, producer,
  * no reader left), FAST_TAKEN_BACK (the kernel took the side back) or
  * FAST_SHORT (short of @want, or positions out of line).  It makes no
- * call, so that rb_write() and rb_read() need no stack frame: what the
- * last two call for, the general path finds again in fast_enter().
+ * call, so that rb_write() and rb_read() need no stack frame.  After
+ * FAST_TAKEN_BACK the caller must stop keeping (rb_stop_keeping()) before
+ * anything else: the busy word is not ours to store to any more.  After
+ * FAST_SHORT the general path, which enters again through fast_enter(),
+ * finds the same and looks for lock waiters.
  *
  * The cached peer position needs no peer_stale test here: rb_try_keep()
  * reloads it before keeping starts, and only we move our side until
@@ -1223,6 +1226,14 @@ rb_write_kept(struct rb_ring *r, const void *buf, size_t len, rb_pos own)
 	return len;
 }
 
+/* The kernel took our kept side back: acknowledge it, then write as usual. */
+static __attribute__((noinline, cold)) ssize_t
+rb_write_taken_back(struct rb_ring *r, const void *buf, size_t len)
+{
+	rb_stop_keeping(r);
+	return rb_write_general(r, buf, len);
+}
+
 /*
  * The entry points keep the fast path of a kept side in a function that
  * makes no call but tail calls, so that it needs no stack frame: a small
@@ -1232,19 +1243,23 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 {
 	size_t avail;
 	rb_pos own;
+	int in;
 
 	/* Up to PIPE_BUF bytes go in whole: only all of it at once will do. */
-	if (len && len <= PIPE_BUF && r->rw == RB_WRITE &&
-	    fast_try_as(r, 1, len, &own, &avail) == FAST_IN) {
-		if (len > RB_INLINE_COPY)
-			return rb_write_kept(r, buf, len, own);
-		copy_small(r->data + (own & r->mask), buf, len);
-		fast_publish_as(r, 1, own, len);
-		if (rb_kept_waiters(r, 1))
-			return rb_kept_wake_return(r, len);
-		return len;
-	}
-	return rb_write_general(r, buf, len);
+	if (!len || len > PIPE_BUF || r->rw != RB_WRITE)
+		return rb_write_general(r, buf, len);
+	in = fast_try_as(r, 1, len, &own, &avail);
+	if (in == FAST_TAKEN_BACK)
+		return rb_write_taken_back(r, buf, len);
+	if (in != FAST_IN)
+		return rb_write_general(r, buf, len);
+	if (len > RB_INLINE_COPY)
+		return rb_write_kept(r, buf, len, own);
+	copy_small(r->data + (own & r->mask), buf, len);
+	fast_publish_as(r, 1, own, len);
+	if (rb_kept_waiters(r, 1))
+		return rb_kept_wake_return(r, len);
+	return len;
 }
 
 /* A read on a kept side that moves more than RB_INLINE_COPY bytes. */
@@ -1256,13 +1271,26 @@ rb_read_kept(struct rb_ring *r, void *buf, size_t n, rb_pos own)
 	return n;
 }
 
+/* The kernel took our kept side back: acknowledge it, then read as usual. */
+static __attribute__((noinline, cold)) ssize_t
+rb_read_taken_back(struct rb_ring *r, void *buf, size_t len)
+{
+	rb_stop_keeping(r);
+	return rb_read_general(r, buf, len);
+}
+
 ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 {
 	size_t avail, n;
 	rb_pos own;
+	int in;
 
-	if (!len || r->rw != RB_READ ||
-	    fast_try_as(r, 0, 1, &own, &avail) != FAST_IN)
+	if (!len || r->rw != RB_READ)
+		return rb_read_general(r, buf, len);
+	in = fast_try_as(r, 0, 1, &own, &avail);
+	if (in == FAST_TAKEN_BACK)
+		return rb_read_taken_back(r, buf, len);
+	if (in != FAST_IN)
 		return rb_read_general(r, buf, len);
 	n = len < avail ? len : avail;
 	if (n > RB_INLINE_COPY)
