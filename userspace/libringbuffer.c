@@ -261,6 +261,18 @@ uint32_t rb_size(const struct rb_ring *r)
 }
 
 /*
+ * Whether @r is side @rw; else EBADF, as read(2) and write(2) say on the
+ * wrong end of a pipe.  A copy the other way would move our position.
+ */
+static int rb_is_side(const struct rb_ring *r, int rw)
+{
+	if (r->rw == rw)
+		return 1;
+	errno = EBADF;
+	return 0;
+}
+
+/*
  * Whether this thread keeps our side.  A relaxed load: kept_by changes
  * only in the thread it names (or in a fork child, which has another id).
  */
@@ -1077,6 +1089,8 @@ rb_write_general(struct rb_ring *r, const void *buf, size_t len)
 	size_t want = len <= PIPE_BUF ? len : 1;
 	size_t done;
 
+	if (!rb_is_side(r, RB_WRITE))
+		return -1;
 	if (!r->mapped || !len)
 		return write(r->fd, buf, len);
 	done = fast_copy(r, (void *)buf, len, want);
@@ -1132,6 +1146,8 @@ ssize_t rb_write_records(struct rb_ring *r, const struct iovec *rec, int n)
 {
 	size_t total = 0;
 
+	if (!rb_is_side(r, RB_WRITE))
+		return -1;
 	if (n < 1) {
 		errno = EINVAL;
 		return -1;
@@ -1195,6 +1211,8 @@ rb_read_general(struct rb_ring *r, void *buf, size_t len)
 {
 	size_t moved;
 
+	if (!rb_is_side(r, RB_READ))
+		return -1;
 	if (!r->mapped || !len)
 		return read(r->fd, buf, len);
 	moved = fast_copy(r, buf, len, 1);
@@ -1308,6 +1326,8 @@ void *rb_reserve(struct rb_ring *r, size_t len)
 	rb_pos own;
 	long space;
 
+	if (!rb_is_side(r, RB_WRITE))
+		return NULL;
 	if (!r->mapped) {
 		errno = ENOTSUP;
 		return NULL;
@@ -1361,6 +1381,8 @@ const void *rb_peek(struct rb_ring *r, size_t max, size_t *len)
 	int eof;
 
 	*len = 0;
+	if (!rb_is_side(r, RB_READ))
+		return NULL;
 	if (!r->mapped) {
 		errno = ENOTSUP;
 		return NULL;

@@ -506,6 +506,59 @@ static uint64_t every_length_through(struct fake_ring *f, write_fn *write_msg,
 }
 
 /*
+ * The copy and zero-copy calls on the wrong side fail with EBADF, as
+ * read(2) and write(2) do on the wrong end of a pipe, and move nothing:
+ * on a plain side and on a kept one, whose fast path would otherwise copy
+ * the other way.
+ */
+static void test_wrong_side(void)
+{
+	struct iovec rec = { .iov_base = "rec", .iov_len = 3 };
+	uint8_t buf[64] = "0123456789abcdef";
+	struct fake_ring f;
+	size_t len = 1;
+
+	CHECK(!fake_ring_init(&f, 16384), "a ring for the wrong-side calls");
+	if (failed)
+		return;
+	CHECK(rb_write(&f.prod, buf, 16) == 16, "16 bytes in");
+	for (int kept = 0; kept < 2; kept++) {
+		if (kept) {
+			fake_ring_keep(&f.prod);
+			fake_ring_keep(&f.cons);
+		}
+		errno = 0;
+		CHECK(rb_write(&f.cons, buf, 16) == -1 && errno == EBADF,
+		      "%s: rb_write() on the consumer: EBADF", kept ? "kept" : "plain");
+		errno = 0;
+		CHECK(rb_write(&f.cons, buf, 0) == -1 && errno == EBADF,
+		      "%s: rb_write() of 0 bytes on the consumer: EBADF",
+		      kept ? "kept" : "plain");
+		errno = 0;
+		CHECK(rb_write_records(&f.cons, &rec, 1) == -1 && errno == EBADF,
+		      "%s: rb_write_records() on the consumer: EBADF",
+		      kept ? "kept" : "plain");
+		errno = 0;
+		CHECK(!rb_reserve(&f.cons, 8) && errno == EBADF,
+		      "%s: rb_reserve() on the consumer: EBADF", kept ? "kept" : "plain");
+		errno = 0;
+		CHECK(rb_read(&f.prod, buf, sizeof(buf)) == -1 && errno == EBADF,
+		      "%s: rb_read() on the producer: EBADF", kept ? "kept" : "plain");
+		errno = 0;
+		CHECK(!rb_peek(&f.prod, 8, &len) && !len && errno == EBADF,
+		      "%s: rb_peek() on the producer: EBADF", kept ? "kept" : "plain");
+		CHECK(atomic_load(f.prod.head) == 16 && atomic_load(f.cons.tail) == 0 &&
+		      !atomic_load(f.prod.busy) && !atomic_load(f.cons.busy),
+		      "%s: no position moved, no side left busy", kept ? "kept" : "plain");
+	}
+	memset(buf, 0, sizeof(buf));
+	CHECK(rb_read(&f.cons, buf, sizeof(buf)) == 16 &&
+	      !memcmp(buf, "0123456789abcdef", 16),
+	      "the 16 bytes are still there for the consumer");
+	munmap(f.base, f.len);
+}
+
+/*
  * Both sides kept by this thread, so every call takes the fast path with
  * its copies made in line: every length in and out, byte for byte.
  */
@@ -1235,6 +1288,7 @@ int main(void)
 	test_fake_ring_copy();
 	test_spin_is_bounded();
 	test_kept_side();
+	test_wrong_side();
 	test_kept_side_every_length();
 	test_fast_move_for_the_shim();
 	test_pipe_keeps_the_side();
