@@ -676,10 +676,11 @@ static inline __attribute__((always_inline)) void
 fast_exit_as(struct rb_ring *r, const int writer, rb_pos own, size_t n)
 {
 	if (n)
-		/* Release: the bytes are written (or read) before the position says so. */
-		atomic_store_explicit(writer ? r->head : r->tail, own + n,
-				      memory_order_release);
-	rb_unlock_kept(r, n != 0);
+		fast_publish_as(r, writer, own, n);
+	else
+		rb_release_kept(r);
+	if (rb_kept_waiters(r, n != 0))
+		rb_unlock_kept_wake(r, n != 0);
 }
 
 static inline __attribute__((always_inline)) int
