@@ -113,16 +113,20 @@ int rb_kernel_has_rings(void)
 /*
  * The lock word holds the thread id.  It is cached per thread, without a
  * system call, and forgotten in a fork child, whose thread has another.
+ * Until then it is TID_UNKNOWN, which no kept_by holds, so that the fast
+ * path needs one comparison to know whether this thread keeps a side.
  * initial-exec: the fast path reads it at a fixed offset from the thread
  * pointer, not through __tls_get_addr(); four bytes of the static TLS
  * that glibc keeps spare for libraries loaded later.
  */
-static _Thread_local uint32_t cached_tid __attribute__((tls_model("initial-exec")));
+#define TID_UNKNOWN	UINT32_MAX	/* not a thread id, nor 0 ("not kept") */
+static _Thread_local uint32_t cached_tid __attribute__((tls_model("initial-exec"))) =
+	TID_UNKNOWN;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void forget_tid(void)
 {
-	cached_tid = 0;
+	cached_tid = TID_UNKNOWN;
 }
 
 static void register_atfork(void)
@@ -132,7 +136,7 @@ static void register_atfork(void)
 
 static uint32_t my_tid(void)
 {
-	if (!cached_tid) {
+	if (cached_tid == TID_UNKNOWN) {
 		pthread_once(&atfork_once, register_atfork);
 		cached_tid = (uint32_t)syscall(SYS_gettid);
 	}
@@ -604,6 +608,20 @@ static inline rb_pos rb_load_peer(struct rb_ring *r)
  */
 enum { FAST_SHORT = -2, FAST_TAKEN_BACK = -1, FAST_NOT_KEPT = 0, FAST_IN = 1 };
 
+/*
+ * Whether @used bytes of data, no more than the size, leave at least @want
+ * bytes of data (consumer) or space (producer); the out-of-line test is
+ * folded into the other.
+ */
+static inline __attribute__((always_inline)) int
+fast_fits(const struct rb_ring *r, const int writer, uint32_t used, size_t want)
+{
+	if (writer)
+		return (uint64_t)used + want <= r->size;
+	/* used - 1 wraps when used is 0: not below the size either. */
+	return (uint32_t)(used - 1) < r->size && used >= want;
+}
+
 static inline __attribute__((always_inline)) int
 fast_try_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 	    size_t *avail)
@@ -612,8 +630,7 @@ fast_try_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 	uint32_t tid = atomic_load_explicit(&r->kept_by, memory_order_relaxed);
 	uint32_t used;
 
-	if (!tid || tid != cached_tid ||
-	    atomic_load_explicit(r->busy, memory_order_relaxed))
+	if (tid != cached_tid || atomic_load_explicit(r->busy, memory_order_relaxed))
 		return FAST_NOT_KEPT;
 	/* No reader: the general path lets the kernel say EPIPE. */
 	if (writer && (atomic_load_explicit(r->flags, memory_order_relaxed) &
@@ -632,15 +649,14 @@ fast_try_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 	/* Relaxed: only the keeper moves our position while the side is kept. */
 	*own = atomic_load_explicit(writer ? r->head : r->tail, memory_order_relaxed);
 	used = rb_used_as(writer, *own, r->peer_pos);
-	*avail = writer ? r->size - used : used;
-	if (used > r->size || *avail < want) {
+	if (!fast_fits(r, writer, used, want)) {
 		used = rb_used_as(writer, *own, rb_load_peer_as(r, writer));
-		*avail = writer ? r->size - used : used;
-		if (used > r->size || *avail < want) {
+		if (!fast_fits(r, writer, used, want)) {
 			rb_release_kept(r);
 			return FAST_SHORT;
 		}
 	}
+	*avail = writer ? r->size - used : used;
 	return FAST_IN;
 }
 
