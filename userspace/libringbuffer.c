@@ -513,10 +513,16 @@ rb_unlock_kept_wake(struct rb_ring *r, int changed)
  * for the side and, after a change, for what we did (rb_kept_waiters()).
  */
 static inline __attribute__((always_inline)) void
+rb_release_busy(_Atomic uint32_t *busy)
+{
+	atomic_store_explicit(busy, 0, memory_order_release);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline __attribute__((always_inline)) void
 rb_release_kept(struct rb_ring *r)
 {
-	atomic_store_explicit(r->busy, 0, memory_order_release);
-	atomic_signal_fence(memory_order_seq_cst);
+	rb_release_busy(r->busy);
 }
 
 /* After rb_release_kept(): whether rb_unlock_kept_wake() has work. */
@@ -628,6 +634,8 @@ fast_try_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 {
 	/* Relaxed: kept_by changes only in the thread it names. */
 	uint32_t tid = atomic_load_explicit(&r->kept_by, memory_order_relaxed);
+	/* Before the compiler barrier below, which would have them reloaded. */
+	_Atomic rb_pos *own_pos = writer ? r->head : r->tail;
 	uint32_t used;
 
 	if (tid != cached_tid || atomic_load_explicit(r->busy, memory_order_relaxed))
@@ -647,7 +655,7 @@ fast_try_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 		return FAST_TAKEN_BACK;
 	}
 	/* Relaxed: only the keeper moves our position while the side is kept. */
-	*own = atomic_load_explicit(writer ? r->head : r->tail, memory_order_relaxed);
+	*own = atomic_load_explicit(own_pos, memory_order_relaxed);
 	used = rb_used_as(writer, *own, r->peer_pos);
 	if (!fast_fits(r, writer, used, want)) {
 		used = rb_used_as(writer, *own, rb_load_peer_as(r, writer));
@@ -675,16 +683,23 @@ fast_enter_as(struct rb_ring *r, const int writer, size_t want, rb_pos *own,
 }
 
 /*
- * Publish the @n bytes (n > 0) moved at @own in a copy fast_try() entered
- * and clear the busy word; the caller then looks for waiters.
+ * Publish the @n bytes (n > 0) moved at @own in a copy fast_try() entered:
+ * our position is @own_pos, our busy word @busy.  The caller then looks
+ * for waiters.
  */
+static inline __attribute__((always_inline)) void
+fast_publish_at(_Atomic rb_pos *own_pos, _Atomic uint32_t *busy, rb_pos own,
+		size_t n)
+{
+	/* Release: the bytes are written (or read) before the position says so. */
+	atomic_store_explicit(own_pos, own + n, memory_order_release);
+	rb_release_busy(busy);
+}
+
 static inline __attribute__((always_inline)) void
 fast_publish_as(struct rb_ring *r, const int writer, rb_pos own, size_t n)
 {
-	/* Release: the bytes are written (or read) before the position says so. */
-	atomic_store_explicit(writer ? r->head : r->tail, own + n,
-			      memory_order_release);
-	rb_release_kept(r);
+	fast_publish_at(writer ? r->head : r->tail, r->busy, own, n);
 }
 
 /* Leave a copy fast_enter() entered, after moving @n bytes at @own. */
@@ -1276,6 +1291,9 @@ rb_write_taken_back(struct rb_ring *r, const void *buf, size_t len)
  */
 ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 {
+	/* Kept in registers: the copy could alias them in *r, for all we know. */
+	_Atomic rb_pos *head = r->head;
+	_Atomic uint32_t *busy = r->busy;
 	size_t avail;
 	rb_pos own;
 	int in;
@@ -1291,7 +1309,7 @@ ssize_t rb_write(struct rb_ring *r, const void *buf, size_t len)
 	if (len > RB_INLINE_COPY)
 		return rb_write_kept(r, buf, len, own);
 	copy_small(r->data + (own & r->mask), buf, len);
-	fast_publish_as(r, 1, own, len);
+	fast_publish_at(head, busy, own, len);
 	if (rb_kept_waiters(r, 1))
 		return rb_kept_wake_return(r, len);
 	return len;
@@ -1316,6 +1334,8 @@ rb_read_taken_back(struct rb_ring *r, void *buf, size_t len)
 
 ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 {
+	_Atomic rb_pos *tail = r->tail;
+	_Atomic uint32_t *busy = r->busy;
 	size_t avail, n;
 	rb_pos own;
 	int in;
@@ -1331,7 +1351,7 @@ ssize_t rb_read(struct rb_ring *r, void *buf, size_t len)
 	if (n > RB_INLINE_COPY)
 		return rb_read_kept(r, buf, n, own);
 	copy_small(buf, r->data + (own & r->mask), n);
-	fast_publish_as(r, 0, own, n);
+	fast_publish_at(tail, busy, own, n);
 	if (rb_kept_waiters(r, 1))
 		return rb_kept_wake_return(r, n);
 	return n;
