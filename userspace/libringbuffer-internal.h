@@ -41,7 +41,12 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	/* The least they wait for; NULL if the kernel does not say. */
 	_Atomic uint32_t *peer_wait_min;
 	_Atomic uint32_t *peer_lock;	/* the other side's lock word */
-	/* Kept locks (RINGBUFFER_KEEP_LOCK); NULL if the kernel has none. */
+	/*
+	 * Kept locks (RINGBUFFER_KEEP_LOCK); NULL if the kernel has none, or
+	 * if lock_waiters and peer_waiters are not the two halves of one
+	 * aligned 64-bit word, which a kept copy reads in one load as it
+	 * leaves (rb_kept_waiters()).
+	 */
 	_Atomic uint32_t *keeper;	/* our side's, in the read-only header */
 	_Atomic uint32_t *busy;		/* in our mapping's own page */
 	_Atomic uint32_t *peer_keeper;

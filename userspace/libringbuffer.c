@@ -143,6 +143,18 @@ static uint32_t my_tid(void)
 	return cached_tid;
 }
 
+/*
+ * Whether the words at offsets @a and @b are the halves of one naturally
+ * aligned 64-bit word, as ringbuffer(2) lays out the counts a kept copy
+ * looks at when it leaves.
+ */
+static int rb_paired(uint32_t a, uint32_t b)
+{
+	uint32_t low = a < b ? a : b;
+
+	return low % 8 == 0 && (a > b ? a : b) == low + 4;
+}
+
 int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 {
 	const struct ringbuffer_header *hdr = base;
@@ -189,7 +201,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		if (off->read_wait_min)
 			r->peer_wait_min = (_Atomic uint32_t *)(b + off->read_wait_min);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->consumer_lock);
-		if (off->producer_keeper) {
+		if (off->producer_keeper &&
+		    rb_paired(off->producer_lock_waiters, off->read_waiters)) {
 			r->keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
 			r->busy = (_Atomic uint32_t *)(b + off->producer_busy);
 			r->peer_keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
@@ -202,7 +215,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		if (off->write_wait_min)
 			r->peer_wait_min = (_Atomic uint32_t *)(b + off->write_wait_min);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->producer_lock);
-		if (off->consumer_keeper) {
+		if (off->consumer_keeper &&
+		    rb_paired(off->consumer_lock_waiters, off->write_waiters)) {
 			r->keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
 			r->busy = (_Atomic uint32_t *)(b + off->consumer_busy);
 			r->peer_keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
@@ -525,13 +539,27 @@ rb_release_kept(struct rb_ring *r)
 	rb_release_busy(r->busy);
 }
 
-/* After rb_release_kept(): whether rb_unlock_kept_wake() has work. */
+/*
+ * After rb_release_kept(): whether rb_unlock_kept_wake() has work.  On a
+ * kept side the two counts share a 64-bit word (rb_init_mapping()): on a
+ * 64-bit system one load reads both, each half as a load of it would.
+ */
 static inline __attribute__((always_inline)) int
 rb_kept_waiters(struct rb_ring *r, int changed)
 {
+	uintptr_t pair = (uintptr_t)r->lock_waiters & ~(uintptr_t)7;
+
+	if (!changed)
+		return __builtin_expect(atomic_load_explicit(r->lock_waiters,
+							     memory_order_relaxed), 0);
+#if UINTPTR_MAX > 0xffffffffu
+	return __builtin_expect(atomic_load_explicit((_Atomic uint64_t *)pair,
+						     memory_order_relaxed) != 0, 0);
+#else
+	(void)pair;
 	return __builtin_expect(atomic_load_explicit(r->lock_waiters, memory_order_relaxed) ||
-				(changed && atomic_load_explicit(r->peer_waiters,
-								 memory_order_relaxed)), 0);
+				atomic_load_explicit(r->peer_waiters, memory_order_relaxed), 0);
+#endif
 }
 
 static inline __attribute__((always_inline)) void

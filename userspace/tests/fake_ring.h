@@ -50,27 +50,28 @@ static inline int fake_ring_init(struct fake_ring *f, uint32_t size)
 	h->mask = size - 1;
 	h->map_size = f->len;
 	h->offsets.flags = 256;
+	/* Each side's lock waiters beside the peer's sleepers, as in the kernel. */
 	h->offsets.read_waiters = 384;
+	h->offsets.producer_lock_waiters = 388;
 	h->offsets.write_waiters = 512;
-	h->offsets.consumer_lock_waiters = 640;
-	h->offsets.producer_lock_waiters = 768;
+	h->offsets.consumer_lock_waiters = 516;
 	/* 64-bit positions, with their low halves for 32-bit users. */
-	h->offsets.tail64 = page;
-	h->offsets.head64 = 2 * page;
-	h->offsets.tail = page + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
-	h->offsets.head = 2 * page + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
+	h->offsets.tail64 = page + 256;
+	h->offsets.head64 = 2 * page + 256;
+	h->offsets.tail = page + 256 + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
+	h->offsets.head = 2 * page + 256 + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
 	h->offsets.consumer_lock = page + 128;
 	h->offsets.producer_lock = 2 * page + 128;
 	h->offsets.consumer_keeper = 896;
 	h->offsets.producer_keeper = 1024;
-	h->offsets.consumer_busy = page + 256;
-	h->offsets.producer_busy = 2 * page + 256;
+	h->offsets.consumer_busy = page + 384;
+	h->offsets.producer_busy = 2 * page + 384;
 	/*
 	 * The kernel puts the busy and held words in each mapping's own
 	 * page; one mapping serves both sides here, so each gets its own.
 	 */
-	h->offsets.consumer_held = page + 384;
-	h->offsets.producer_held = 2 * page + 384;
+	h->offsets.consumer_held = page + 512;
+	h->offsets.producer_held = 2 * page + 512;
 	h->offsets.data = ctl;
 	f->base = b;
 	/* fd -1: no kernel behind it; the tests never make it sleep. */
