@@ -712,6 +712,44 @@ out:
 }
 
 /*
+ * A writer that keeps its side copies with no system call, yet must see
+ * at its next write that the reader left: EPIPE then, not a write into a
+ * ring that nobody reads.
+ */
+static void test_kept_writer_sees_reader_leave(void)
+{
+	struct rb_ring *w, *r;
+	uint32_t v = 0;
+	int fds[2], i;
+
+	if (pipe(fds))
+		return;
+	w = rb_open(fds[1], RB_WRITE, 65536);
+	r = rb_open(fds[0], RB_READ, 65536);
+	if (!w || !r || !rb_is_mapped(w) || !w->keeper) {
+		printf("ok %d - # SKIP kept sides need a kernel with rings\n",
+		       passed + failed + 1);
+		passed++;
+		rb_close(r);
+		close(fds[0]);
+		goto out;
+	}
+	for (i = 0; i < 10000 && !atomic_load(&w->kept_by); i++)
+		if (rb_write(w, &v, sizeof(v)) != sizeof(v) ||
+		    rb_read(r, &v, sizeof(v)) != sizeof(v))
+			break;
+	CHECK(atomic_load(&w->kept_by) != 0, "the writer keeps its side after %d copies", i);
+	signal(SIGPIPE, SIG_IGN);
+	rb_close(r);
+	close(fds[0]);
+	CHECK(rb_write(w, &v, sizeof(v)) < 0 && errno == EPIPE,
+	      "its first write after the reader left: EPIPE");
+out:
+	rb_close(w);
+	close(fds[1]);
+}
+
+/*
  * Sides taken back again and again: two processes write records through
  * the library (each keeps the producer side whenever it had it to itself
  * for a while) and a third with write(2), which takes the side back from
@@ -1292,6 +1330,7 @@ int main(void)
 	test_kept_side_every_length();
 	test_fast_move_for_the_shim();
 	test_pipe_keeps_the_side();
+	test_kept_writer_sees_reader_leave();
 	test_take_back_stress();
 	test_take_back_needs_the_barrier();
 	test_unvouched_needs_the_barrier();
