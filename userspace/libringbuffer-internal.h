@@ -38,6 +38,8 @@ struct __attribute__((aligned(RB_RING_ALIGN))) rb_ring {
 	_Atomic uint32_t *lock_held;
 	_Atomic uint32_t *lock_waiters;	/* our side's */
 	_Atomic uint32_t *peer_waiters;	/* the other side's sleepers */
+	/* Both counts as one 64-bit word, on a side we may keep (keeper). */
+	_Atomic uint64_t *both_waiters;
 	/* The least they wait for; NULL if the kernel does not say. */
 	_Atomic uint32_t *peer_wait_min;
 	_Atomic uint32_t *peer_lock;	/* the other side's lock word */

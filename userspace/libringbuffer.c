@@ -144,15 +144,17 @@ static uint32_t my_tid(void)
 }
 
 /*
- * Whether the words at offsets @a and @b are the halves of one naturally
- * aligned 64-bit word, as ringbuffer(2) lays out the counts a kept copy
- * looks at when it leaves.
+ * The naturally aligned 64-bit word whose halves are the words at offsets
+ * @a and @b, as ringbuffer(2) lays out the counts a kept copy looks at
+ * when it leaves; NULL if they are not.
  */
-static int rb_paired(uint32_t a, uint32_t b)
+static _Atomic uint64_t *rb_paired(char *base, uint32_t a, uint32_t b)
 {
 	uint32_t low = a < b ? a : b;
 
-	return low % 8 == 0 && (a > b ? a : b) == low + 4;
+	if (low % 8 || (a > b ? a : b) != low + 4)
+		return NULL;
+	return (_Atomic uint64_t *)(base + low);
 }
 
 int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
@@ -201,8 +203,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		if (off->read_wait_min)
 			r->peer_wait_min = (_Atomic uint32_t *)(b + off->read_wait_min);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->consumer_lock);
-		if (off->producer_keeper &&
-		    rb_paired(off->producer_lock_waiters, off->read_waiters)) {
+		r->both_waiters = rb_paired(b, off->producer_lock_waiters, off->read_waiters);
+		if (off->producer_keeper && r->both_waiters) {
 			r->keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
 			r->busy = (_Atomic uint32_t *)(b + off->producer_busy);
 			r->peer_keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
@@ -215,8 +217,8 @@ int rb_init_mapping(struct rb_ring *r, int fd, int rw, void *base)
 		if (off->write_wait_min)
 			r->peer_wait_min = (_Atomic uint32_t *)(b + off->write_wait_min);
 		r->peer_lock = (_Atomic uint32_t *)(b + off->producer_lock);
-		if (off->consumer_keeper &&
-		    rb_paired(off->consumer_lock_waiters, off->write_waiters)) {
+		r->both_waiters = rb_paired(b, off->consumer_lock_waiters, off->write_waiters);
+		if (off->consumer_keeper && r->both_waiters) {
 			r->keeper = (_Atomic uint32_t *)(b + off->consumer_keeper);
 			r->busy = (_Atomic uint32_t *)(b + off->consumer_busy);
 			r->peer_keeper = (_Atomic uint32_t *)(b + off->producer_keeper);
@@ -547,16 +549,13 @@ rb_release_kept(struct rb_ring *r)
 static inline __attribute__((always_inline)) int
 rb_kept_waiters(struct rb_ring *r, int changed)
 {
-	uintptr_t pair = (uintptr_t)r->lock_waiters & ~(uintptr_t)7;
-
 	if (!changed)
 		return __builtin_expect(atomic_load_explicit(r->lock_waiters,
 							     memory_order_relaxed), 0);
 #if UINTPTR_MAX > 0xffffffffu
-	return __builtin_expect(atomic_load_explicit((_Atomic uint64_t *)pair,
+	return __builtin_expect(atomic_load_explicit(r->both_waiters,
 						     memory_order_relaxed) != 0, 0);
 #else
-	(void)pair;
 	return __builtin_expect(atomic_load_explicit(r->lock_waiters, memory_order_relaxed) ||
 				atomic_load_explicit(r->peer_waiters, memory_order_relaxed), 0);
 #endif
