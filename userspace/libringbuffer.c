@@ -617,8 +617,9 @@ static inline rb_pos rb_load_peer(struct rb_ring *r)
  * store to our busy word, a load of the keeper word (both ordered as in
  * rb_lock_kept()), a load of our position, the cached peer position
  * (reloaded only when it falls short), a release store of our position,
- * a release store to the busy word and the two waiter-count loads of
- * rb_unlock_kept().  No read-modify-write, no fence.
+ * a release store to the busy word and the waiter counts of
+ * rb_unlock_kept() (one load on a 64-bit system, see rb_kept_waiters()).
+ * No read-modify-write, no fence.
  *
  * fast_try() enters the copy when at least @want bytes of data (consumer)
  * or space (producer) are there: FAST_IN, with our position in *@own and
