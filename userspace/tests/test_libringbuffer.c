@@ -645,12 +645,6 @@ static void *keep_writing(void *arg)
 }
 
 /*
- * On a kernel with rings: a writer that keeps writing keeps its side
- * (the kernel names it in the header), and a write(2) from another
- * process in the middle takes the side back without losing or
- * reordering anything.
- */
-/*
  * A pipe with a ring on each end, for the tests of kept sides: 0, or -1
  * after reporting a skip (no kernel with rings or kept sides here) with
  * the pipe and rings closed.
@@ -673,6 +667,12 @@ static int open_kept_pipe(int fds[2], struct rb_ring **w, struct rb_ring **r)
 	return -1;
 }
 
+/*
+ * On a kernel with rings: a writer that keeps writing keeps its side
+ * (the kernel names it in the header), and a write(2) from another
+ * process in the middle takes the side back without losing or
+ * reordering anything.
+ */
 static void test_pipe_keeps_the_side(void)
 {
 	struct rb_ring *w, *r;
