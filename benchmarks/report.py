@@ -302,6 +302,39 @@ def write_plot_data(main, counts, plotdir):
             f.write(" ".join(names) + "\n")
 
 
+def write_ratio_data(main, hb, plotdir):
+    """The ratios the targets judge, against message size: in the guest
+    (pinned) the median and range of the rounds' ratios, on the host
+    hostbench's own.  One ratio-STEM.dat each; ratios.list names the
+    stems, ratios.titles the series in the same order."""
+    series = []
+    for a, b in (("ring", "spsc"), ("ring", "rw"), ("zc", "rw")):
+        rows = []
+        for s in main.sizes("tput"):
+            rr = main.round_ratios("tput", "pinned", a, b, s)
+            if rr:
+                rows.append((s, statistics.median(rr), min(rr), max(rr)))
+        series.append((f"guest:{a}/{b}", rows))
+    for a, b in (("kept", "spsc"), ("kept", "rw")):
+        series.append((f"host:{a}/{b}",
+                       [(s, *hb[s][f"{a}/{b}"]) for s in sorted(hb) if f"{a}/{b}" in hb[s]]))
+    stems, titles = [], []
+    for title, rows in series:
+        if not rows:
+            continue
+        stem = re.sub(r"[:/]", "-", title)
+        with open(os.path.join(plotdir, f"ratio-{stem}.dat"), "w") as f:
+            f.write("# size median min max\n")
+            for r in rows:
+                f.write(" ".join(str(x) for x in r) + "\n")
+        stems.append(stem)
+        titles.append(title)
+    with open(os.path.join(plotdir, "ratios.list"), "w") as f:
+        f.write(" ".join(stems) + "\n")
+    with open(os.path.join(plotdir, "ratios.titles"), "w") as f:
+        f.write(" ".join(titles) + "\n")
+
+
 def parse_hostbench(path):
     """hostbench's table: {size: {variant or "a/b": (median, min, max)}}, the
     ratios being the medians of the rounds' ratios; and its lines."""
@@ -862,6 +895,7 @@ def main():
                 " so the ratios above are the patched kernel's extra (or saved) work.")
 
     hb, hb_lines = parse_hostbench(os.path.join(outdir, "hostbench.txt"))
+    write_ratio_data(main_p, hb, os.path.join(outdir, "plot"))
     if hb:
         why_host = ("Measured on the host's CPUs with the library's real code on a ring in"
                     " a memfd (benchmarks/hostbench.c): `kept` is a side kept with"
@@ -949,7 +983,9 @@ def main():
                " unless said; the figures behind them follow.", "",
                table(["target", "measured", "met?"],
                      [[n, t, "**met**" if m is True else "not measured" if m is None
-                       else "**missed**"] for n, t, m in targets]), ""]
+                       else "**missed**"] for n, t, m in targets]), "",
+               "The ratios against message size, with the bars of their range:", "",
+               "![ratios against SPSC and read/write](ratios.png)", ""]
         tmd += [f"- **{n}**: {why}" for n, why in notes]
         tmd.append("")
         md[targets_at:targets_at] = tmd
