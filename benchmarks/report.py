@@ -121,6 +121,13 @@ class Phase:
         return [d["value"] / rb[d["run"]] for d in self.data[kind][cond][a][size]
                 if rb.get(d["run"])]
 
+    def round_ratio_stat(self, kind, cond, a, b, size):
+        """Median, min and max of round_ratios(); None without rounds."""
+        rr = self.round_ratios(kind, cond, a, b, size)
+        if not rr:
+            return None
+        return statistics.median(rr), min(rr), max(rr)
+
     def sizes(self, kind):
         return sorted({s for c in self.data[kind].values() for v in c.values() for s in v})
 
@@ -309,11 +316,8 @@ def write_ratio_data(main, hb, plotdir):
     stems, ratios.titles the series in the same order."""
     series = []
     for a, b in (("ring", "spsc"), ("ring", "rw"), ("zc", "rw")):
-        rows = []
-        for s in main.sizes("tput"):
-            rr = main.round_ratios("tput", "pinned", a, b, s)
-            if rr:
-                rows.append((s, statistics.median(rr), min(rr), max(rr)))
+        rows = [(s, *st) for s in main.sizes("tput")
+                if (st := main.round_ratio_stat("tput", "pinned", a, b, s))]
         series.append((f"guest:{a}/{b}", rows))
     for a, b in (("kept", "spsc"), ("kept", "rw")):
         series.append((f"host:{a}/{b}",
@@ -756,9 +760,9 @@ def main():
         # between rounds more than between two variants of one round.
         pts = []
         for s_ in main_p.sizes("tput"):
-            rr = main_p.round_ratios("tput", "pinned", "ring", "spsc", s_)
-            if rr:
-                pts.append((s_, statistics.median(rr), min(rr), max(rr),
+            st = main_p.round_ratio_stat("tput", "pinned", "ring", "spsc", s_)
+            if st:
+                pts.append((s_, *st,
                             ratio(main_p.median("tput", "pinned", "ring", s_),
                                   main_p.median("tput", "pinned", "spsc", s_))))
         if pts:
